@@ -1,0 +1,88 @@
+package agent
+
+import (
+	"errors"
+	"time"
+
+	"github.com/switchboard-bot/switchboard/memory"
+)
+
+// Media is an attachment of a user message (images are sent to the model as
+// data URLs).
+type Media struct {
+	MIME string
+	Name string
+	Data []byte
+}
+
+// Runtime holds the volatile facts of one turn (platform, chat type, sender).
+// They go into a marked runtime-context block next to the user message, never
+// into the system prompt, so the system prompt stays byte-identical across turns.
+type Runtime struct {
+	Channel    string // "telegram", "slack", "discord", "console", "" for direct turns
+	ChatType   string // "direct", "group", "thread", "job", "heartbeat"
+	SenderName string
+	// Formatting describes the platform's markup rules for the model, e.g.
+	// "Telegram HTML is produced from your Markdown; keep to basic Markdown."
+	Formatting string
+}
+
+// Request is one chat turn to run.
+type Request struct {
+	SessionKey string
+	Text       string
+	Media      []Media
+	Runtime    Runtime
+	// Persona is the resolved persona name; "" means the default persona.
+	Persona string
+	// Tools, when non-nil, restricts the tools offered in this turn (allowlist).
+	Tools []string
+	// NoTools runs the turn without any tools.
+	NoTools bool
+	// Sources are opaque inbox ids stored with the committed turn (memory.Turn.Sources).
+	Sources []uint64
+	// OnEvent, if set, receives streaming events. It is called from the turn's
+	// goroutine and must not block for long.
+	OnEvent func(Event)
+}
+
+// EventKind says what an Event carries.
+type EventKind int
+
+const (
+	EventTextDelta EventKind = iota + 1
+	EventReasoningDelta
+	EventToolCall
+	EventToolResult
+	EventTurnEnd
+	// EventReset means text streamed so far in this step was not the answer
+	// (it preceded a tool call): a streaming consumer should discard it.
+	EventReset
+)
+
+// Event is one streaming event of a turn.
+type Event struct {
+	Kind     EventKind
+	Text     string           // delta text, or tool result text
+	ToolCall *memory.ToolCall // for EventToolCall / EventToolResult
+	IsError  bool             // tool result was an error
+	Usage    memory.Usage     // EventTurnEnd
+	Start    time.Time        // EventTurnEnd
+	End      time.Time        // EventTurnEnd
+}
+
+// FinishReason says why a turn ended.
+type FinishReason string
+
+const (
+	FinishFinal         FinishReason = "final"
+	FinishMaxIterations FinishReason = "max_iterations"
+	FinishBudget        FinishReason = "budget"
+	FinishCanceled      FinishReason = "canceled"
+	FinishToolDenied    FinishReason = "tool_denied"
+	FinishAPIError      FinishReason = "api_error"
+)
+
+// ErrModelNotConfigured is returned (wrapped) when no API key is set for an
+// endpoint that needs one. Its text tells the operator what to set.
+var ErrModelNotConfigured = errors.New("no model API key is configured: set OPENAI_API_KEY (or llm.api_key in config.yaml), or point llm.base_url at a local OpenAI-compatible server such as Ollama (http://127.0.0.1:11434/v1)")

@@ -1,0 +1,159 @@
+package channels
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// Sink receives inbound messages from an adapter. Handle returns once the message
+// is durably recorded (or deliberately dropped); only then may the adapter
+// acknowledge the platform (Slack envelope ack, Telegram offset). A non-nil error
+// means "not persisted": the adapter must not acknowledge, so the platform
+// redelivers.
+type Sink interface {
+	Handle(ctx context.Context, msg Message) error
+}
+
+// SinkFunc adapts a function to Sink.
+type SinkFunc func(ctx context.Context, msg Message) error
+
+// Handle calls f.
+func (f SinkFunc) Handle(ctx context.Context, msg Message) error { return f(ctx, msg) }
+
+// Outgoing is one chunk, already converted to the platform's markup and under
+// its length limit.
+type Outgoing struct {
+	Target  Target
+	Text    string // platform markup (Telegram HTML, Slack mrkdwn, Discord Markdown)
+	Plain   string // the same chunk as plain text, for platforms that reject bad markup
+	ReplyTo string // platform message id to reply to / thread under, optional
+	// Nonce is a stable id for this chunk (turn + index) that adapters may pass
+	// to the platform for idempotency (Discord's nonce) or use to look the
+	// message up after an ambiguous failure.
+	Nonce string
+}
+
+// Chunk is one piece of a formatted answer.
+type Chunk struct {
+	Text  string // platform markup
+	Plain string // plain-text fallback
+}
+
+// Channel is what every platform adapter implements.
+type Channel interface {
+	// Name is the channel's address prefix: "telegram", "discord", "slack", "console".
+	Name() string
+	// Run connects and pushes inbound messages into sink until ctx is canceled
+	// (returns nil) or the connection fails in a way the adapter cannot repair
+	// itself (returns an error; the supervisor restarts it with backoff).
+	Run(ctx context.Context, sink Sink) error
+	// Send delivers one chunk and returns the platform's message id. Errors
+	// should be classified with RateLimited / Temporary / Permanent / Ambiguous.
+	Send(ctx context.Context, out Outgoing) (string, error)
+	// Format converts the model's Markdown to the platform's markup and splits it
+	// into chunks under the platform's limit without breaking code fences.
+	Format(markdown string) []Chunk
+}
+
+// Typer is implemented by channels that can show a typing indicator.
+// StartTyping keeps the indicator alive until stop is called; stop is
+// idempotent and never blocks for long. Errors are logged by the adapter,
+// never returned: a failing typing call must not fail the reply.
+type Typer interface {
+	StartTyping(ctx context.Context, target Target) (stop func())
+}
+
+// Editor is implemented by channels that can edit a sent message in place; the
+// shared streaming path uses it to grow a reply as text arrives.
+type Editor interface {
+	Edit(ctx context.Context, target Target, messageID string, text string) error
+	// EditInterval is the minimum time between two edits of one chat.
+	EditInterval() time.Duration
+}
+
+// Readiness is implemented by channels that can tell whether they are connected.
+type Readiness interface {
+	Ready() bool
+}
+
+// SendErrorKind classifies a delivery failure for the shared retry path.
+type SendErrorKind int
+
+const (
+	// KindTemporary errors are retried with backoff (5xx, timeouts before sending).
+	KindTemporary SendErrorKind = iota + 1
+	// KindRateLimited errors are retried after RetryAfter.
+	KindRateLimited
+	// KindPermanent errors are never retried (403 blocked, 400 bad request).
+	KindPermanent
+	// KindAmbiguous means the request may have reached the platform (transport
+	// failure after the request was written). It is not blindly retried.
+	KindAmbiguous
+)
+
+func (k SendErrorKind) String() string {
+	switch k {
+	case KindTemporary:
+		return "temporary"
+	case KindRateLimited:
+		return "rate_limited"
+	case KindPermanent:
+		return "permanent"
+	case KindAmbiguous:
+		return "ambiguous"
+	}
+	return "unknown"
+}
+
+// SendError is a classified delivery error.
+type SendError struct {
+	Kind       SendErrorKind
+	RetryAfter time.Duration // for KindRateLimited
+	Err        error
+}
+
+func (e *SendError) Error() string {
+	if e.Kind == KindRateLimited {
+		return fmt.Sprintf("%s (retry after %s): %v", e.Kind, e.RetryAfter, e.Err)
+	}
+	return fmt.Sprintf("%s: %v", e.Kind, e.Err)
+}
+
+func (e *SendError) Unwrap() error { return e.Err }
+
+// RateLimited wraps err as a rate-limit error that may be retried after d.
+func RateLimited(d time.Duration, err error) error {
+	return &SendError{Kind: KindRateLimited, RetryAfter: d, Err: err}
+}
+
+// Temporary wraps err as a retryable error.
+func Temporary(err error) error { return &SendError{Kind: KindTemporary, Err: err} }
+
+// Permanent wraps err as an error that must not be retried.
+func Permanent(err error) error { return &SendError{Kind: KindPermanent, Err: err} }
+
+// Ambiguous wraps err as an error after which the message may or may not exist.
+func Ambiguous(err error) error { return &SendError{Kind: KindAmbiguous, Err: err} }
+
+// ClassifyError returns the kind of err; unclassified errors are temporary.
+func ClassifyError(err error) (SendErrorKind, time.Duration) {
+	var se *SendError
+	if errors.As(err, &se) {
+		return se.Kind, se.RetryAfter
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return KindPermanent, 0
+	}
+	return KindTemporary, 0
+}
+
+// Webhook is implemented by channels that receive events over HTTP (Telegram
+// webhook mode, Slack Events API). The daemon mounts the handler on
+// server.listen at Pattern (e.g. "POST /webhooks/telegram").
+type Webhook interface {
+	WebhookPattern() string
+	WebhookHandler() http.Handler
+}

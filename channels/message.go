@@ -1,0 +1,95 @@
+// Package channels owns what every chat platform has in common: the normalized
+// Message an adapter pushes in, the Channel interface (and optional capabilities)
+// an adapter implements, the shared Handler that turns messages into agent turns,
+// and the outbound path that formats, splits, paces and records deliveries.
+//
+// Adapters (channels/telegram, channels/discord, channels/slack, channels/console)
+// import this package for its types only; everything that must behave the same on
+// every platform — dedup, access control, the durable inbox, per-session order,
+// commands, retries — lives here, never in an adapter.
+package channels
+
+import (
+	"strings"
+	"time"
+)
+
+// Sender is who wrote a message.
+type Sender struct {
+	ID    string `json:"id"`
+	Name  string `json:"name,omitempty"`
+	IsBot bool   `json:"is_bot,omitempty"`
+}
+
+// Media is an attachment the adapter already downloaded (size-capped).
+type Media struct {
+	MIME string `json:"mime"`
+	Name string `json:"name,omitempty"`
+	Data []byte `json:"data,omitempty"`
+}
+
+// Message is one inbound platform message, normalized.
+type Message struct {
+	Channel   string  `json:"channel"`             // "telegram", "discord", "slack", "console"
+	ChatID    string  `json:"chat_id"`             // platform chat / channel id
+	ThreadID  string  `json:"thread_id,omitempty"` // forum topic, thread ts, thread channel
+	MessageID string  `json:"message_id"`          // unique within Channel; dedup key
+	Sender    Sender  `json:"sender"`
+	Text      string  `json:"text"`
+	Media     []Media `json:"media,omitempty"`
+	// Direct is true for one-to-one chats (DMs, private chats).
+	Direct bool `json:"direct,omitempty"`
+	// Mentioned is true when the bot was @mentioned or the message replies to the bot.
+	// The adapter strips the mention from Text.
+	Mentioned bool `json:"mentioned,omitempty"`
+	// ReplyTo is the platform id of the message this one replies to, if any.
+	ReplyTo string `json:"reply_to,omitempty"`
+	// FromSelf is true for the bot's own messages (adapters may drop them earlier).
+	FromSelf bool      `json:"from_self,omitempty"`
+	Time     time.Time `json:"time"`
+	// ParentID records the parent channel of a thread where the platform has one
+	// (Discord threads); informational.
+	ParentID string `json:"parent_id,omitempty"`
+}
+
+// Target is the session key and delivery address of the message's chat:
+// "<channel>:<chat_id>[:<thread_id>]".
+func (m Message) Target() Target {
+	return Target{Channel: m.Channel, ChatID: m.ChatID, ThreadID: m.ThreadID}
+}
+
+// UserKey is the sender's address as used in allowlists and admin lists:
+// "<channel>:user:<id>".
+func (m Message) UserKey() string { return m.Channel + ":user:" + m.Sender.ID }
+
+// Target is a chat address. Its string form is the session key.
+type Target struct {
+	Channel  string
+	ChatID   string
+	ThreadID string
+}
+
+// String renders "<channel>:<chat_id>[:<thread_id>]".
+func (t Target) String() string {
+	s := t.Channel + ":" + t.ChatID
+	if t.ThreadID != "" {
+		s += ":" + t.ThreadID
+	}
+	return s
+}
+
+// ParseTarget parses "<channel>:<chat_id>[:<thread_id>]". Chat ids may not contain ':'.
+func ParseTarget(s string) (Target, bool) {
+	parts := strings.SplitN(s, ":", 3)
+	if len(parts) < 2 || parts[0] == "" || parts[1] == "" || parts[1] == "user" {
+		return Target{}, false
+	}
+	t := Target{Channel: parts[0], ChatID: parts[1]}
+	if len(parts) == 3 {
+		if parts[2] == "" {
+			return Target{}, false
+		}
+		t.ThreadID = parts[2]
+	}
+	return t, true
+}
