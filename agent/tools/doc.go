@@ -1,0 +1,46 @@
+// Package tools holds Switchboard's built-in agent tools: current_time and
+// web_fetch. Each implements agent.Tool (and agent.Repeatable: neither has
+// side effects) and is built by its own constructor, or all at once by New.
+//
+// Design decisions:
+//
+//   - current_time takes its default *time.Location and its clock (now func)
+//     from the caller, so the answer is deterministic in tests and follows
+//     bot.timezone in the daemon. It answers on one line that a person can
+//     read and a model can parse (RFC 3339 first, then weekday, IANA zone,
+//     abbreviation and UTC offset). Time zone data comes from the system or
+//     from time/tzdata if the binary embeds it (the command should import
+//     time/tzdata for scratch/distroless images).
+//
+//   - web_fetch only ever issues GET requests (there is no method argument)
+//     to http and https URLs. Its SSRF guard works at two points: before a
+//     request (and before following each redirect) the host is resolved and
+//     every address is classified, which gives the model a clear refusal; and
+//     at connect time a net.Dialer Control function checks the address that
+//     the socket is really connecting to, so DNS rebinding and redirects are
+//     caught even if the earlier answer was different. Refused are loopback,
+//     private (RFC 1918, fc00::/7), link-local (169.254/16 with the cloud
+//     metadata address, fe80::/10), unspecified, multicast, carrier-grade NAT
+//     (100.64/10), "this network" (0/8), benchmarking (198.18/15), reserved
+//     (240/4) and IPv6 forms that embed a refused IPv4 address (mapped,
+//     IPv4-compatible, NAT64, 6to4). Legacy numeric host forms that C
+//     resolvers accept (0x7f.1, 2130706433, 0177.0.0.1) are decoded and
+//     classified, and refused even when public since they only serve to
+//     disguise an address. Proxies from the environment are never used: a
+//     proxy would make the connect-time check see the proxy, not the target.
+//     AllowPrivate turns the address guard off; AllowNetworks lets chosen
+//     prefixes (say an intranet wiki) through while keeping the rest.
+//
+//   - The domain allowlist matches a host or any subdomain of an entry
+//     (entry "example.com" allows "docs.example.com", never
+//     "badexample.com"); it is checked for the first URL and for every
+//     redirect target. At most 5 redirects are followed.
+//
+//   - Bodies are read through io.LimitReader (MaxBytes) and cut with a
+//     "[truncated at N bytes]" notice. HTML is turned into text with
+//     golang.org/x/net/html (see ExtractHTML); JSON, XML and text/* are
+//     returned as they are; anything else is refused by content type. Bodies
+//     are treated as UTF-8 (invalid sequences replaced); other charsets are
+//     not converted, which keeps golang.org/x/text out of the build.
+//     Keep-alives are off, so no idle connection goroutine outlives a call.
+package tools
