@@ -1,0 +1,326 @@
+package discord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+	"github.com/gorilla/websocket"
+
+	"github.com/switchboard-bot/switchboard/channels"
+)
+
+// run is the state of one Run call.
+type run struct {
+	c    *Channel
+	ctx  context.Context // canceled when Run returns
+	sink channels.Sink
+
+	dial     *trackingDialer
+	gw       *discordgo.Session
+	gotReady atomic.Bool  // READY/RESUMED seen on the current connection
+	lastSeen atomic.Int64 // unix nanos of the last dispatch
+
+	disconnected chan struct{}
+	queue        chan item
+}
+
+// Run connects to the gateway and feeds messages to sink until ctx ends
+// (nil) or the connection fails in a way reconnecting cannot fix (error).
+func (c *Channel) Run(ctx context.Context, sink channels.Sink) error {
+	if sink == nil {
+		return errors.New("discord: Run: nil sink")
+	}
+	if !c.running.CompareAndSwap(false, true) {
+		return errors.New("discord: Run is already active")
+	}
+	defer c.running.Store(false)
+	defer c.ready.Store(false)
+
+	rctx, cancel := context.WithTimeout(ctx, c.opts.RequestTimeout)
+	me, err := c.rest.User("@me", discordgo.WithContext(rctx))
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		var re *discordgo.RESTError
+		if errors.As(err, &re) && re.Response != nil && re.Response.StatusCode == http.StatusUnauthorized {
+			return errors.New("discord: the bot token was rejected (401 Unauthorized on GET /users/@me)")
+		}
+		return fmt.Errorf("discord: GET /users/@me: %w", err)
+	}
+	c.setBotID(me.ID)
+
+	runCtx, stop := context.WithCancel(ctx)
+	r := &run{
+		c:            c,
+		ctx:          runCtx,
+		sink:         sink,
+		dial:         &trackingDialer{},
+		disconnected: make(chan struct{}, 1),
+		queue:        make(chan item, 256),
+	}
+	workerDone := make(chan struct{})
+	go func() {
+		defer close(workerDone)
+		r.worker()
+	}()
+	defer func() {
+		stop()
+		r.closeGateway()
+		<-workerDone
+	}()
+	c.log.Info("discord: connecting", "bot", me.Username)
+	return r.loop()
+}
+
+// loop opens the gateway, waits for the connection to end, and reopens.
+func (r *run) loop() error {
+	c := r.c
+	backoff := c.opts.ReconnectMin
+	failures := 0
+	for {
+		if r.ctx.Err() != nil {
+			return nil
+		}
+		if r.gw == nil {
+			r.gw = r.newGateway()
+		}
+		r.gotReady.Store(false)
+		drain(r.disconnected)
+		err := r.open()
+		if r.ctx.Err() != nil {
+			return nil
+		}
+		if err == nil || errors.Is(err, discordgo.ErrWSAlreadyOpen) {
+			if werr := r.watch(); werr != nil {
+				c.log.Error(werr.Error())
+				return werr
+			}
+			if r.ctx.Err() != nil {
+				return nil
+			}
+			if r.gotReady.Load() {
+				failures, backoff = 0, c.opts.ReconnectMin
+				c.log.Info("discord: gateway disconnected, resuming")
+				continue
+			}
+			// Closed before READY/RESUMED: start over with a fresh IDENTIFY so
+			// a refusal surfaces from Open.
+			r.discardGateway()
+			err = errors.New("gateway closed the connection before READY")
+		} else {
+			if ferr := fatalClose(err); ferr != nil {
+				c.log.Error(ferr.Error())
+				return ferr
+			}
+			var ce *websocket.CloseError
+			if errors.As(err, &ce) {
+				r.discardGateway()
+			}
+		}
+		failures++
+		if c.opts.MaxReconnectFailures > 0 && failures >= c.opts.MaxReconnectFailures {
+			return fmt.Errorf("discord: gateway unreachable after %d attempts: %w", failures, err)
+		}
+		c.log.Warn("discord: gateway connect failed, retrying", "err", err, "in", backoff)
+		t := time.NewTimer(backoff)
+		select {
+		case <-r.ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+		backoff = min(backoff*2, c.opts.ReconnectMax)
+	}
+}
+
+func drain(ch chan struct{}) {
+	select {
+	case <-ch:
+	default:
+	}
+}
+
+// fatalClose turns close codes that reconnecting cannot fix into errors.
+func fatalClose(err error) error {
+	var ce *websocket.CloseError
+	if !errors.As(err, &ce) {
+		return nil
+	}
+	switch ce.Code {
+	case 4014:
+		return ErrMessageContentRefused
+	case 4004:
+		return errors.New("discord: the gateway rejected the bot token (close 4004 authentication failed)")
+	case 4010, 4011, 4012, 4013:
+		return fmt.Errorf("discord: the gateway closed the connection with %d (%s); not retrying", ce.Code, ce.Text)
+	}
+	return nil
+}
+
+// open runs discordgo's Open, aborting it on ctx or after OpenTimeout (Open
+// itself has no deadline once the WebSocket handshake is done).
+func (r *run) open() error {
+	done := make(chan struct{})
+	watcher := make(chan struct{})
+	go func() {
+		defer close(watcher)
+		t := time.NewTimer(r.c.opts.OpenTimeout)
+		defer t.Stop()
+		select {
+		case <-done:
+		case <-r.ctx.Done():
+			r.dial.abort()
+		case <-t.C:
+			r.dial.abort()
+		}
+	}()
+	err := r.gw.Open()
+	close(done)
+	<-watcher
+	return err
+}
+
+// watch blocks while connected: nil on disconnect or ctx end, an error when
+// the connection is deaf.
+func (r *run) watch() error {
+	tick := time.NewTicker(r.c.opts.WatchdogInterval)
+	defer tick.Stop()
+	r.lastSeen.Store(time.Now().UnixNano())
+	for {
+		select {
+		case <-r.ctx.Done():
+			return nil
+		case <-r.disconnected:
+			return nil
+		case <-tick.C:
+			last := time.Unix(0, r.lastSeen.Load())
+			r.gw.RLock()
+			ack := r.gw.LastHeartbeatAck
+			r.gw.RUnlock()
+			if ack.After(last) {
+				last = ack
+			}
+			if silent := time.Since(last); silent > r.c.opts.WatchdogTimeout {
+				return fmt.Errorf("discord: gateway connection is deaf: no events and no heartbeat ACKs for %s (watchdog %s); restarting the channel",
+					silent.Round(time.Millisecond), r.c.opts.WatchdogTimeout)
+			}
+		}
+	}
+}
+
+// closeGateway closes the current discordgo session (discordgo waits about a
+// second for the close handshake).
+func (r *run) closeGateway() {
+	if r.gw != nil {
+		_ = r.gw.Close()
+	}
+}
+
+func (r *run) discardGateway() {
+	r.closeGateway()
+	r.gw = nil
+}
+
+// newGateway builds a discordgo session for the gateway with our handlers.
+func (r *run) newGateway() *discordgo.Session {
+	c := r.c
+	s := c.newSession()
+	s.Dialer = &websocket.Dialer{
+		Proxy:            http.ProxyFromEnvironment,
+		HandshakeTimeout: c.opts.OpenTimeout,
+		NetDialContext:   r.dial.DialContext,
+	}
+	s.AddHandler(func(_ *discordgo.Session, e *discordgo.Event) {
+		r.lastSeen.Store(time.Now().UnixNano())
+	})
+	s.AddHandler(func(_ *discordgo.Session, e *discordgo.Ready) {
+		if e.User != nil {
+			c.setBotID(e.User.ID)
+		}
+		for _, ch := range e.PrivateChannels {
+			c.rememberChannel(ch)
+		}
+		r.gotReady.Store(true)
+		c.ready.Store(true)
+		c.log.Info("discord: gateway ready")
+		r.enqueue(item{catchUp: true})
+	})
+	s.AddHandler(func(_ *discordgo.Session, _ *discordgo.Resumed) {
+		r.gotReady.Store(true)
+		c.ready.Store(true)
+		c.log.Info("discord: gateway session resumed")
+		r.enqueue(item{catchUp: true})
+	})
+	s.AddHandler(func(_ *discordgo.Session, _ *discordgo.Disconnect) {
+		c.ready.Store(false)
+		select {
+		case r.disconnected <- struct{}{}:
+		default:
+		}
+	})
+	s.AddHandler(func(_ *discordgo.Session, e *discordgo.GuildCreate) {
+		if e.Guild == nil {
+			return
+		}
+		for _, ch := range e.Channels {
+			ch.GuildID = e.ID
+			c.rememberChannel(ch)
+		}
+		for _, ch := range e.Threads {
+			ch.GuildID = e.ID
+			c.rememberChannel(ch)
+		}
+	})
+	s.AddHandler(func(_ *discordgo.Session, e *discordgo.ThreadCreate) { c.rememberChannel(e.Channel) })
+	s.AddHandler(func(_ *discordgo.Session, e *discordgo.ChannelCreate) { c.rememberChannel(e.Channel) })
+	s.AddHandler(func(_ *discordgo.Session, e *discordgo.MessageCreate) {
+		if e.Message != nil {
+			r.enqueue(item{msg: e.Message})
+		}
+	})
+	return s
+}
+
+// enqueue hands an item to the worker; it gives up when Run ends.
+func (r *run) enqueue(it item) {
+	select {
+	case r.queue <- it:
+	case <-r.ctx.Done():
+	}
+}
+
+// trackingDialer dials TCP and remembers the last connection so an Open
+// that hangs can be aborted.
+type trackingDialer struct {
+	d    net.Dialer
+	mu   sync.Mutex
+	conn net.Conn
+}
+
+func (t *trackingDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	conn, err := t.d.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	t.conn = conn
+	t.mu.Unlock()
+	return conn, nil
+}
+
+func (t *trackingDialer) abort() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.conn != nil {
+		_ = t.conn.Close()
+	}
+}
