@@ -41,6 +41,9 @@ type Request struct {
 	NoTools bool
 	// Sources are opaque inbox ids stored with the committed turn (memory.Turn.Sources).
 	Sources []uint64
+	// TurnID, if set, is used as the committed turn's ID (memory.Turn.ID); the
+	// handler derives it from the inbox so a replayed turn keeps its id.
+	TurnID string
 	// OnEvent, if set, receives streaming events. It is called from the turn's
 	// goroutine and must not block for long.
 	OnEvent func(Event)

@@ -1,0 +1,160 @@
+package agent
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/switchboard-bot/switchboard/memory"
+)
+
+// Result is the outcome of one turn.
+type Result struct {
+	TurnID       string
+	Text         string           // the final answer
+	Messages     []memory.Message // what the turn added to the session
+	Usage        memory.Usage
+	Iterations   int // model steps (the closing no-tools call included)
+	ToolCalls    int
+	Duration     time.Duration
+	FinishReason FinishReason
+	Trace        []TraceEntry
+}
+
+// Agent runs turns: it owns the per-session lock, the session usage totals
+// and the provider. It is safe for concurrent use.
+type Agent struct {
+	o        Options
+	provider *Provider
+	builder  ContextBuilder
+	log      *slog.Logger
+	locks    keyedMutex
+	// jsonFallback is set once an endpoint rejected native tools (auto protocol).
+	jsonFallback atomic.Bool
+
+	usageMu sync.Mutex
+	usage   map[string]memory.Usage
+}
+
+// New builds an Agent; zero Options fields take the defaults.
+func New(o Options) (*Agent, error) {
+	o = o.withDefaults()
+	switch o.ToolProtocol {
+	case ProtocolAuto, ProtocolNative, ProtocolJSON:
+	default:
+		return nil, fmt.Errorf("agent: unknown tool protocol %q (use auto, native or json)", o.ToolProtocol)
+	}
+	return &Agent{
+		o:        o,
+		provider: NewProvider(o),
+		builder:  ContextBuilder{Location: o.Location, Now: o.Now},
+		log:      o.Logger,
+		usage:    map[string]memory.Usage{},
+	}, nil
+}
+
+// Usage is the running token total of a session since the Agent started.
+func (a *Agent) Usage(sessionKey string) memory.Usage {
+	a.usageMu.Lock()
+	defer a.usageMu.Unlock()
+	return a.usage[sessionKey]
+}
+
+// ProcessDirect runs a turn without a platform message (heartbeat, jobs,
+// `switchboard ask`) and returns the whole answer. It takes the same
+// per-session lock as chat turns.
+func (a *Agent) ProcessDirect(ctx context.Context, sessionKey, text string, opts DirectOptions) (string, error) {
+	res, err := a.run(ctx, Request{
+		SessionKey: sessionKey, Text: text, Runtime: opts.Runtime, Persona: opts.Persona,
+		Tools: opts.Tools, NoTools: opts.NoTools, OnEvent: opts.OnEvent,
+	}, opts.JobName)
+	if err != nil {
+		return res.Text, err
+	}
+	return res.Text, nil
+}
+
+// ProcessMessage runs one chat turn. Turns of one session never interleave
+// (a per-session lock); different sessions run concurrently.
+//
+// On cancellation the work done so far is committed to the session and the
+// Result (FinishCanceled) is returned together with an error wrapping
+// context.Canceled. On a model failure (FinishAPIError) nothing is committed
+// and the error is a *ModelError (see FriendlyError).
+func (a *Agent) ProcessMessage(ctx context.Context, req Request) (Result, error) {
+	return a.run(ctx, req, "")
+}
+
+func (a *Agent) run(ctx context.Context, req Request, jobName string) (Result, error) {
+	if req.SessionKey == "" {
+		return Result{}, errors.New("agent: request without a session key")
+	}
+	if err := a.provider.configured(); err != nil {
+		return Result{FinishReason: FinishAPIError}, err
+	}
+	unlock, err := a.locks.Lock(ctx, req.SessionKey)
+	if err != nil {
+		return Result{FinishReason: FinishCanceled}, fmt.Errorf("agent: waiting for session %s: %w", req.SessionKey, err)
+	}
+	defer unlock()
+
+	persona := a.persona(req.Persona)
+	var tools []Tool
+	if !req.NoTools {
+		tools = a.o.Tools.selected(persona.Tools, req.Tools)
+	}
+	id := req.TurnID
+	if id == "" {
+		id = newTurnID()
+	}
+	t := &turn{
+		a:       a,
+		o:       a.o,
+		req:     req,
+		persona: persona,
+		tools:   tools,
+		id:      id,
+		tr:      newTracker(a.o.Now),
+		seen:    map[string]int{},
+		started: a.o.Now(),
+	}
+	t.callInfo = CallInfo{SessionKey: req.SessionKey, Persona: persona.Name, JobName: jobName, TurnID: t.id}
+	t.runtime = a.builder.RuntimeBlock(req.Runtime, jobName)
+	return t.execute(ctx)
+}
+
+func (a *Agent) persona(name string) Persona {
+	if a.o.Personas != nil {
+		if p, ok := a.o.Personas.Persona(name); ok {
+			return p
+		}
+		if name != "" {
+			a.log.Warn("unknown persona; using the default", slog.String("persona", name))
+			if p, ok := a.o.Personas.Persona(""); ok {
+				return p
+			}
+		}
+	}
+	if name == "" {
+		name = "assistant"
+	}
+	return Persona{Name: name, Identity: DefaultIdentity}
+}
+
+func (a *Agent) addUsage(key string, u memory.Usage) {
+	a.usageMu.Lock()
+	a.usage[key] = a.usage[key].Add(u)
+	a.usageMu.Unlock()
+}
+
+func newTurnID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,517 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/switchboard-bot/switchboard/memory"
+)
+
+// closingFallback is said only when the closing no-tools call produced no text.
+const closingFallback = "I could not finish this within the limits of one turn. Please ask again, perhaps in smaller steps."
+
+// turn is the state of one running turn; it is used from one goroutine
+// (tool calls of a step run concurrently but only write their own slot).
+type turn struct {
+	a        *Agent
+	o        Options
+	req      Request
+	persona  Persona
+	tools    []Tool
+	id       string
+	tr       *tracker
+	seen     map[string]int
+	started  time.Time
+	callInfo CallInfo
+	runtime  string
+
+	mode    string
+	system  string
+	history []memory.Message
+	msgs    []memory.Message // this turn's messages; msgs[0] is the user message
+
+	usage      memory.Usage
+	iterations int
+	toolCalls  int
+	callSeq    int
+	ranTools   bool
+	partial    strings.Builder // text streamed to the user in the current step
+}
+
+type stepOut struct {
+	final bool
+	text  string
+	calls []memory.ToolCall
+}
+
+func (t *turn) emit(e Event) {
+	if t.req.OnEvent != nil {
+		t.req.OnEvent(e)
+	}
+}
+
+func (t *turn) emitText(s string) {
+	if s == "" {
+		return
+	}
+	t.partial.WriteString(s)
+	t.emit(Event{Kind: EventTextDelta, Text: s})
+}
+
+func (t *turn) resetText() {
+	if t.partial.Len() > 0 {
+		t.emit(Event{Kind: EventReset})
+	}
+	t.partial.Reset()
+}
+
+func (t *turn) now() time.Time { return t.o.Now() }
+
+// execute runs the turn and commits it.
+func (t *turn) execute(parent context.Context) (Result, error) {
+	log := t.a.log.With(slog.String("session", t.req.SessionKey), slog.String("turn", t.id))
+	hist, err := t.o.Sessions.LoadHistory(parent, t.req.SessionKey, t.o.MaxHistory)
+	if err != nil {
+		return Result{TurnID: t.id, FinishReason: FinishAPIError}, fmt.Errorf("agent: load history of %s: %w", t.req.SessionKey, err)
+	}
+	hist = sanitizeHistory(hist)
+	if t.o.Compactor != nil {
+		t.tr.enter(StateCompacting)
+		if h, err := t.o.Compactor.Compact(parent, t.req.SessionKey, hist); err != nil {
+			log.Warn("history compaction failed; using the history as loaded", slog.String("error", err.Error()))
+		} else {
+			hist = sanitizeHistory(h)
+		}
+	}
+	t.history = hist
+	t.mode = t.pickMode()
+	t.system = t.a.builder.SystemPrompt(t.persona, t.tools, t.mode)
+
+	user := memory.Message{Role: memory.RoleUser, Content: t.req.Text, Name: t.req.Runtime.SenderName, Time: t.started}
+	for _, m := range t.req.Media {
+		user.Media = append(user.Media, memory.MediaRef{MIME: m.MIME, Name: m.Name, Size: len(m.Data)})
+	}
+	t.msgs = []memory.Message{user}
+
+	ctx := parent
+	if t.o.TurnTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(parent, t.o.TurnTimeout)
+		defer cancel()
+	}
+	text, finish, runErr := t.loop(parent, ctx)
+
+	if finish == FinishCanceled && t.partial.Len() > 0 {
+		t.msgs = append(t.msgs, memory.Message{Role: memory.RoleAssistant, Content: t.partial.String(), Time: t.now()})
+		text = t.partial.String()
+	}
+	if finish == FinishAPIError {
+		t.tr.enter(StateFailed)
+	} else {
+		t.tr.enter(StateCompleted)
+	}
+	ended := t.now()
+	res := Result{
+		TurnID: t.id, Text: text, Messages: t.msgs, Usage: t.usage, Iterations: t.iterations,
+		ToolCalls: t.toolCalls, Duration: ended.Sub(t.started), FinishReason: finish, Trace: t.tr.entries,
+	}
+	// A failed turn is committed only when tools ran (their effects must stay
+	// on record); then without Sources, so the inbox still sees it unanswered.
+	if finish != FinishAPIError || t.ranTools {
+		turn := memory.Turn{ID: t.id, Messages: t.msgs, Usage: t.usage, Started: t.started, Ended: ended,
+			FinishReason: string(finish), Answer: text}
+		if finish != FinishAPIError {
+			turn.Sources = t.req.Sources
+		}
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(parent), 10*time.Second)
+		if err := t.o.Sessions.AppendTurn(cctx, t.req.SessionKey, turn); err != nil {
+			runErr = errors.Join(runErr, fmt.Errorf("agent: commit turn of %s: %w", t.req.SessionKey, err))
+		}
+		cancel()
+	}
+	t.a.addUsage(t.req.SessionKey, t.usage)
+	t.emit(Event{Kind: EventTurnEnd, Usage: t.usage, Start: t.started, End: ended})
+	log.LogAttrs(parent, slog.LevelInfo, "turn finished", slog.String("finish", string(finish)),
+		slog.Int("iterations", t.iterations), slog.Int("tool_calls", t.toolCalls),
+		slog.Int("tokens", t.usage.TotalTokens), slog.Duration("duration", res.Duration))
+	return res, runErr
+}
+
+func (t *turn) pickMode() string {
+	switch {
+	case len(t.tools) == 0:
+		return renderPlain
+	case t.o.ToolProtocol == ProtocolJSON:
+		return renderJSON
+	case t.o.ToolProtocol == ProtocolAuto && t.a.jsonFallback.Load():
+		return renderJSON
+	}
+	return renderNative
+}
+
+// loop is the ReAct iteration (DESIGN.md §3).
+func (t *turn) loop(parent, ctx context.Context) (string, FinishReason, error) {
+	for {
+		if reason, why, hit := t.limitReached(); hit {
+			return t.closing(parent, ctx, reason, why)
+		}
+		t.iterations++
+		t.tr.step = t.iterations
+		t.tr.enter(StatePlanning)
+		st, err := t.step(ctx, "")
+		if err != nil {
+			return t.failed(parent, ctx, err)
+		}
+		if st.final {
+			return st.text, FinishFinal, nil
+		}
+		t.tr.enter(StateExecuting)
+		stop, reason, why := t.runTools(ctx, st.calls)
+		t.tr.enter(StateObserving)
+		if ctx.Err() != nil {
+			return t.failed(parent, ctx, ctx.Err())
+		}
+		if stop {
+			return t.closing(parent, ctx, reason, why)
+		}
+	}
+}
+
+func (t *turn) limitReached() (FinishReason, string, bool) {
+	if t.iterations >= t.o.MaxIterations {
+		return FinishMaxIterations, fmt.Sprintf("the limit of %d steps for this turn is reached", t.o.MaxIterations), true
+	}
+	if t.o.TokenBudget > 0 && t.usage.TotalTokens >= t.o.TokenBudget {
+		return FinishBudget, fmt.Sprintf("the token budget of this turn (%d) is used up", t.o.TokenBudget), true
+	}
+	return "", "", false
+}
+
+// failed sorts an error out: cancellation, the turn's own deadline (a limit:
+// answer with what we have) or a real failure.
+func (t *turn) failed(parent, ctx context.Context, err error) (string, FinishReason, error) {
+	if parent.Err() != nil {
+		return "", FinishCanceled, fmt.Errorf("agent: turn canceled: %w", parent.Err())
+	}
+	if ctx.Err() != nil {
+		return t.closing(parent, ctx, FinishBudget, fmt.Sprintf("the time limit of this turn (%s) is reached", t.o.TurnTimeout))
+	}
+	return "", FinishAPIError, err
+}
+
+// closing makes the last call without tools so the user gets an answer.
+func (t *turn) closing(parent, ctx context.Context, reason FinishReason, why string) (string, FinishReason, error) {
+	if ctx.Err() != nil {
+		if parent.Err() != nil {
+			return "", FinishCanceled, fmt.Errorf("agent: turn canceled: %w", parent.Err())
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(parent, t.o.FinalGrace)
+		defer cancel()
+	}
+	t.a.log.Info("turn limit reached; asking for a closing answer", slog.String("turn", t.id), slog.String("why", why))
+	t.iterations++
+	t.tr.step = t.iterations
+	t.tr.enter(StatePlanning)
+	st, err := t.step(ctx, why)
+	if err != nil {
+		if parent.Err() != nil {
+			return "", FinishCanceled, fmt.Errorf("agent: turn canceled: %w", parent.Err())
+		}
+		return "", FinishAPIError, err
+	}
+	return st.text, reason, nil
+}
+
+func closingNote(why string) string {
+	return fmt.Sprintf("[system note: %s. Do not call any tools now. Answer my request with what you have so far; if something is missing, say briefly what.]", why)
+}
+
+func (t *turn) chatRequest(msgs []openai.ChatCompletionMessage) ChatRequest {
+	r := ChatRequest{Model: t.o.Model, Messages: msgs, Temperature: t.o.Temperature, MaxTokens: t.o.MaxTokens}
+	if t.persona.Model != "" {
+		r.Model = t.persona.Model
+	}
+	if t.persona.Temperature != nil {
+		r.Temperature = t.persona.Temperature
+	}
+	if t.persona.MaxTokens > 0 {
+		r.MaxTokens = t.persona.MaxTokens
+	}
+	return r
+}
+
+func (t *turn) render() []openai.ChatCompletionMessage {
+	return t.a.builder.Messages(t.system, t.history, t.msgs, userInput{runtime: t.runtime, media: t.req.Media}, t.mode)
+}
+
+// call runs one model call, recording it in the trace and the usage.
+func (t *turn) call(ctx context.Context, req ChatRequest, onText func(string), onDiscard func()) (ChatResponse, error) {
+	start := t.now()
+	resp, err := t.a.provider.Chat(ctx, req, StreamObserver{
+		Text:      onText,
+		Reasoning: func(s string) { t.emit(Event{Kind: EventReasoningDelta, Text: s}) },
+		Discard:   onDiscard,
+		State:     t.tr.enterInner,
+	})
+	t.tr.leaveInner()
+	e := TraceEntry{Kind: TraceModel, Elapsed: t.now().Sub(start)}
+	if err != nil {
+		e.Error = err.Error()
+	} else {
+		e.Observation = fmt.Sprintf("finish=%s tool_calls=%d tokens=%d attempts=%d", resp.FinishReason,
+			len(resp.ToolCalls), resp.Usage.TotalTokens, resp.Attempts)
+	}
+	t.tr.add(e)
+	t.usage = t.usage.Add(resp.Usage)
+	return resp, err
+}
+
+// step asks the model for the next move. A non-empty note makes it the
+// closing call: no tools, and the answer is whatever text comes back.
+func (t *turn) step(ctx context.Context, note string) (stepOut, error) {
+	if t.mode == renderJSON {
+		return t.stepJSON(ctx, note)
+	}
+	final := note != ""
+	msgs := t.render()
+	if final {
+		msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: closingNote(note)})
+	}
+	req := t.chatRequest(msgs)
+	if !final && t.mode == renderNative {
+		req.Tools = openAITools(t.tools)
+	}
+	t.partial.Reset()
+	resp, err := t.call(ctx, req, t.emitText, t.resetText)
+	if err != nil {
+		if !final && t.mode == renderNative && t.o.ToolProtocol == ProtocolAuto && rejectsTools(err) {
+			t.a.jsonFallback.Store(true)
+			t.a.log.Warn("the model endpoint rejects native tools; switching to the JSON tool protocol",
+				slog.String("error", err.Error()))
+			t.mode = renderJSON
+			t.system = t.a.builder.SystemPrompt(t.persona, t.tools, t.mode)
+			return t.stepJSON(ctx, note)
+		}
+		return stepOut{}, err
+	}
+	if len(resp.ToolCalls) > 0 && !final {
+		t.resetText() // text before a tool call is not the answer
+		t.msgs = append(t.msgs, memory.Message{Role: memory.RoleAssistant, Content: resp.Content,
+			Reasoning: resp.Reasoning, ToolCalls: resp.ToolCalls, Time: t.now()})
+		return stepOut{calls: resp.ToolCalls}, nil
+	}
+	text := resp.Content
+	if final && strings.TrimSpace(text) == "" {
+		t.resetText()
+		text = closingFallback
+		t.emitText(text)
+	}
+	t.msgs = append(t.msgs, memory.Message{Role: memory.RoleAssistant, Content: text, Reasoning: resp.Reasoning, Time: t.now()})
+	return stepOut{final: true, text: text}, nil
+}
+
+func repairPrompt(err error) string {
+	return fmt.Sprintf(`Your last reply could not be used: %v. Reply again with exactly one JSON object and nothing else: {"type":"action","tool":"<tool name>","args":{…}} or {"type":"final","answer":"…"}.`, err)
+}
+
+// stepJSON is a step in the JSON text protocol, with one repair round.
+func (t *turn) stepJSON(ctx context.Context, note string) (stepOut, error) {
+	final := note != ""
+	var extra []openai.ChatCompletionMessage
+	if final {
+		extra = append(extra, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser,
+			Content: closingNote(note) + ` Reply with {"type":"final","answer":"…"}.`})
+	}
+	for repair := 0; ; repair++ {
+		msgs := append(t.render(), extra...)
+		t.partial.Reset()
+		as := &answerStreamer{emit: t.emitText}
+		resp, err := t.call(ctx, t.chatRequest(msgs), func(s string) { as.Feed(s) }, func() {
+			t.resetText()
+			as = &answerStreamer{emit: t.emitText}
+		})
+		if err != nil {
+			return stepOut{}, err
+		}
+		env, perr := ParseEnvelope(resp.Content)
+		switch {
+		case perr == nil && env.Type == EnvelopeFinal:
+			if reset, rest := reconcile(t.partial.String(), env.Answer); reset {
+				t.resetText()
+				t.emitText(rest)
+			} else {
+				t.emitText(rest)
+			}
+			t.msgs = append(t.msgs, memory.Message{Role: memory.RoleAssistant, Content: env.Answer, Reasoning: resp.Reasoning, Time: t.now()})
+			return stepOut{final: true, text: env.Answer}, nil
+		case perr == nil && env.Type == EnvelopeAction && !final:
+			t.resetText()
+			t.callSeq++
+			call := memory.ToolCall{ID: fmt.Sprintf("call_%s_%d", t.id, t.callSeq), Name: env.Tool, Arguments: string(env.Args)}
+			t.msgs = append(t.msgs, memory.Message{Role: memory.RoleAssistant, Reasoning: resp.Reasoning,
+				ToolCalls: []memory.ToolCall{call}, Time: t.now()})
+			return stepOut{calls: []memory.ToolCall{call}}, nil
+		}
+		t.resetText()
+		if final {
+			text := stripFence(resp.Content)
+			if perr == nil || strings.HasPrefix(text, "{") || text == "" {
+				text = closingFallback
+			}
+			t.emitText(text)
+			t.msgs = append(t.msgs, memory.Message{Role: memory.RoleAssistant, Content: text, Time: t.now()})
+			return stepOut{final: true, text: text}, nil
+		}
+		if repair >= 1 {
+			return stepOut{}, fmt.Errorf("agent: %w after a repair round: %v", ErrToolProtocol, perr)
+		}
+		t.tr.add(TraceEntry{Kind: TraceModel, Observation: "repair round", Error: perr.Error()})
+		extra = append(extra,
+			openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: resp.Content},
+			openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: repairPrompt(perr)})
+	}
+}
+
+type plannedCall struct {
+	call memory.ToolCall
+	tool Tool
+	run  bool
+	res  toolRun
+}
+
+func canonicalArgs(raw string) string {
+	var v any
+	if err := json.Unmarshal([]byte(raw), &v); err != nil {
+		return strings.TrimSpace(raw)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func (t *turn) toolByName(name string) (Tool, bool) {
+	for _, tl := range t.tools {
+		if tl.Name() == name {
+			return tl, true
+		}
+	}
+	return nil, false
+}
+
+func (t *turn) toolNames() string {
+	if len(t.tools) == 0 {
+		return "no tools are available"
+	}
+	names := make([]string, len(t.tools))
+	for i, tl := range t.tools {
+		names[i] = tl.Name()
+	}
+	return "available tools: " + strings.Join(names, ", ")
+}
+
+// runTools checks, approves and runs the calls of one step (concurrently),
+// then appends the results in the model's order.
+func (t *turn) runTools(ctx context.Context, calls []memory.ToolCall) (stop bool, reason FinishReason, why string) {
+	plans := make([]plannedCall, len(calls))
+	notRun := func(p *plannedCall, msg string) { p.res = toolRun{output: "not run: " + msg, isError: true} }
+	fail := func(p *plannedCall, msg string) { p.res = toolRun{output: "error: " + msg, isError: true} }
+	for i, c := range calls {
+		p := &plans[i]
+		p.call = c
+		if strings.TrimSpace(p.call.Arguments) == "" {
+			p.call.Arguments = "{}"
+		}
+		cc := c
+		t.emit(Event{Kind: EventToolCall, ToolCall: &cc})
+		if stop {
+			notRun(p, why)
+			continue
+		}
+		if t.toolCalls >= t.o.MaxToolCalls {
+			stop, reason, why = true, FinishMaxIterations, fmt.Sprintf("the limit of %d tool calls for this turn is reached", t.o.MaxToolCalls)
+			notRun(p, why)
+			continue
+		}
+		t.toolCalls++
+		tool, ok := t.toolByName(c.Name)
+		if !ok {
+			fail(p, fmt.Sprintf("unknown tool %q; %s", c.Name, t.toolNames()))
+			continue
+		}
+		key := c.Name + "\x00" + canonicalArgs(p.call.Arguments)
+		t.seen[key]++
+		if n := t.seen[key]; n >= 3 {
+			fail(p, fmt.Sprintf("stopped: %s was already called %d times with exactly these arguments in this turn. Do not repeat it; use the results you have or answer.", c.Name, n-1))
+			if n >= 4 {
+				stop, reason, why = true, FinishMaxIterations, "the same tool call kept repeating"
+			}
+			continue
+		}
+		if err := t.o.Tools.Validate(c.Name, json.RawMessage(p.call.Arguments)); err != nil {
+			fail(p, fmt.Sprintf("invalid arguments for %s: %v", c.Name, err))
+			continue
+		}
+		if t.o.Approve != nil {
+			if err := t.o.Approve(ctx, p.call); err != nil {
+				p.res = toolRun{output: "denied: " + err.Error(), isError: true, err: err}
+				stop, reason, why = true, FinishToolDenied, fmt.Sprintf("the call of %s was denied", c.Name)
+				continue
+			}
+		}
+		p.tool, p.run = tool, true
+	}
+	if reason == FinishToolDenied {
+		for i := range plans {
+			if plans[i].run {
+				plans[i].run = false
+				notRun(&plans[i], "another tool call of this step was denied")
+			}
+		}
+	}
+
+	t.tr.enterInner(InnerToolExecuting)
+	tctx := WithCallInfo(ctx, t.callInfo)
+	sem := make(chan struct{}, t.o.ParallelTools)
+	var wg sync.WaitGroup
+	for i := range plans {
+		if !plans[i].run {
+			continue
+		}
+		t.ranTools = true
+		wg.Add(1)
+		go func(p *plannedCall) {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			p.res = runTool(tctx, t.o, p.tool, json.RawMessage(p.call.Arguments))
+		}(&plans[i])
+	}
+	wg.Wait()
+	t.tr.leaveInner()
+
+	for i := range plans {
+		p := &plans[i]
+		if p.run && p.res.err != nil && ctx.Err() != nil {
+			p.res.output = "error: canceled before the tool finished"
+		}
+		t.msgs = append(t.msgs, memory.Message{Role: memory.RoleTool, Content: p.res.output,
+			ToolCallID: p.call.ID, Name: p.call.Name, Time: t.now()})
+		call := p.call
+		t.emit(Event{Kind: EventToolResult, Text: p.res.output, ToolCall: &call, IsError: p.res.isError})
+		e := TraceEntry{Kind: TraceTool, Tool: p.call.Name, Args: summarize(p.call.Arguments, 200),
+			Observation: summarize(p.res.output, 200), Elapsed: p.res.elapsed}
+		if p.res.isError {
+			e.Error = summarize(p.res.output, 200)
+		}
+		t.tr.add(e)
+	}
+	return stop, reason, why
+}

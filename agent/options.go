@@ -1,0 +1,205 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/switchboard-bot/switchboard/memory"
+)
+
+// Tool protocols (llm.tool_protocol).
+const (
+	ProtocolAuto   = "auto"   // native, falling back to json when the endpoint rejects tools
+	ProtocolNative = "native" // OpenAI function calling
+	ProtocolJSON   = "json"   // the text protocol: one JSON object per reply
+)
+
+// Sessions is what the Agent needs from session storage. memory.Store
+// implements it; NewMemorySessions is an in-memory implementation.
+type Sessions interface {
+	LoadHistory(ctx context.Context, key string, limit int) ([]memory.Message, error)
+	AppendTurn(ctx context.Context, key string, turn memory.Turn) error
+}
+
+// Compactor is the hook for history compaction (summaries of older turns; a
+// later issue builds it). When set, it is called with the loaded history
+// before each turn and returns the history to use. If it fails, the loaded
+// history is used unchanged so a session never wedges.
+type Compactor interface {
+	Compact(ctx context.Context, sessionKey string, history []memory.Message) ([]memory.Message, error)
+}
+
+// Persona is a resolved persona (a later issue loads them from files).
+type Persona struct {
+	Name        string
+	Identity    string
+	Model       string   // "" = Options.Model
+	Temperature *float32 // nil = Options.Temperature
+	MaxTokens   int      // 0 = Options.MaxTokens
+	Tools       []string // nil = every registered tool; empty non-nil = none
+}
+
+// PersonaSource resolves persona names ("" = the default persona).
+type PersonaSource interface {
+	Persona(name string) (Persona, bool)
+}
+
+// ApproveFunc may deny a tool call before it runs by returning an error; the
+// turn then ends with FinishToolDenied after the model was told.
+type ApproveFunc func(ctx context.Context, call memory.ToolCall) error
+
+// DirectOptions configure a ProcessDirect turn.
+type DirectOptions struct {
+	Persona string
+	NoTools bool
+	Tools   []string // allowlist, nil = the persona's tools
+	JobName string   // put into CallInfo
+	Runtime Runtime
+	OnEvent func(Event)
+}
+
+// Options configure an Agent. Zero values mean the defaults noted (DESIGN.md §4);
+// for counts, a negative value means "none" (e.g. ToolRetries: -1 = no retries).
+type Options struct {
+	BaseURL     string // up to and including /v1; "" = OpenAI
+	APIKey      string
+	Model       string   // default "gpt-4o-mini"
+	Temperature *float32 // nil = the server's default
+	MaxTokens   int      // 0 = the server's default
+
+	Timeout           time.Duration // wait for the first chunk of a model call (120s)
+	MaxRetries        int           // model call retries (3)
+	RetryBase         time.Duration // first backoff (1s), doubling
+	RetryMax          time.Duration // backoff cap (10s)
+	MaxRetryAfter     time.Duration // a longer Retry-After is not waited for (60s)
+	StreamIdleTimeout time.Duration // max gap between stream chunks (= Timeout)
+	ToolProtocol      string        // auto | native | json (auto)
+
+	MaxIterations     int           // model steps per turn (25)
+	MaxToolCalls      int           // tool calls per turn (25)
+	ToolRetries       int           // retries of a retryable tool failure (3)
+	ToolRetryDelay    time.Duration // (1s)
+	ToolTimeout       time.Duration // per tool call attempt (30s)
+	ParallelTools     int           // concurrent tool calls within one step (4)
+	ObservationMaxLen int           // characters of a tool result given to the model (4000)
+	MaxHistory        int           // history messages loaded per turn (40)
+	TokenBudget       int           // total tokens per turn, 0 = unlimited
+	TurnTimeout       time.Duration // 0 = none
+	FinalGrace        time.Duration // time allowed for the closing answer after TurnTimeout (15s)
+
+	Location *time.Location   // runtime-context clock zone (time.Local)
+	Now      func() time.Time // (time.Now)
+	// Sleep waits d or until ctx ends (backoffs, tool retry delays); tests
+	// inject one that does not wait.
+	Sleep func(ctx context.Context, d time.Duration) error
+
+	HTTPClient *http.Client
+	Logger     *slog.Logger
+
+	Sessions  Sessions // default NewMemorySessions()
+	Personas  PersonaSource
+	Tools     *Registry
+	Approve   ApproveFunc
+	Compactor Compactor
+}
+
+func defInt(v, def int) int {
+	switch {
+	case v == 0:
+		return def
+	case v < 0:
+		return 0
+	}
+	return v
+}
+
+func defDur(v, def time.Duration) time.Duration {
+	switch {
+	case v == 0:
+		return def
+	case v < 0:
+		return 0
+	}
+	return v
+}
+
+// withDefaults returns o with zero values replaced by the defaults.
+func (o Options) withDefaults() Options {
+	if o.Model == "" {
+		o.Model = "gpt-4o-mini"
+	}
+	o.Timeout = defDur(o.Timeout, 120*time.Second)
+	o.MaxRetries = defInt(o.MaxRetries, 3)
+	o.RetryBase = defDur(o.RetryBase, time.Second)
+	o.RetryMax = defDur(o.RetryMax, 10*time.Second)
+	o.MaxRetryAfter = defDur(o.MaxRetryAfter, 60*time.Second)
+	o.StreamIdleTimeout = defDur(o.StreamIdleTimeout, o.Timeout)
+	if o.ToolProtocol == "" {
+		o.ToolProtocol = ProtocolAuto
+	}
+	o.MaxIterations = max(1, defInt(o.MaxIterations, 25))
+	o.MaxToolCalls = defInt(o.MaxToolCalls, 25)
+	o.ToolRetries = defInt(o.ToolRetries, 3)
+	o.ToolRetryDelay = defDur(o.ToolRetryDelay, time.Second)
+	o.ToolTimeout = defDur(o.ToolTimeout, 30*time.Second)
+	o.ParallelTools = max(1, defInt(o.ParallelTools, 4))
+	o.ObservationMaxLen = defInt(o.ObservationMaxLen, 4000)
+	o.MaxHistory = defInt(o.MaxHistory, 40)
+	if o.TokenBudget < 0 {
+		o.TokenBudget = 0
+	}
+	o.FinalGrace = defDur(o.FinalGrace, 15*time.Second)
+	if o.Location == nil {
+		o.Location = time.Local
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Sleep == nil {
+		o.Sleep = sleepCtx
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Sessions == nil {
+		o.Sessions = NewMemorySessions()
+	}
+	if o.Tools == nil {
+		o.Tools = NewRegistry()
+	}
+	return o
+}
+
+// sleepCtx waits d or until ctx is done.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// String describes the options without secrets (the API key is never shown).
+func (o Options) String() string {
+	key := "unset"
+	if o.APIKey != "" {
+		key = "set"
+	}
+	return fmt.Sprintf("agent.Options{BaseURL:%q Model:%q APIKey:%s ToolProtocol:%q MaxIterations:%d MaxToolCalls:%d}",
+		o.BaseURL, o.Model, key, o.ToolProtocol, o.MaxIterations, o.MaxToolCalls)
+}
+
+// GoString is String, so %#v does not print the API key either.
+func (o Options) GoString() string { return o.String() }
+
+// LogValue keeps the API key out of structured logs.
+func (o Options) LogValue() slog.Value { return slog.StringValue(o.String()) }

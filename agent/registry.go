@@ -1,0 +1,253 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	openai "github.com/sashabaranov/go-openai"
+)
+
+var toolNameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// Registry holds the tools the model may be offered, with their compiled
+// argument schemas. It is safe for concurrent use.
+type Registry struct {
+	mu    sync.RWMutex
+	tools map[string]registered
+}
+
+type registered struct {
+	tool   Tool
+	schema *jsonschema.Schema
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{tools: map[string]registered{}} }
+
+// noLoader refuses external $refs: schemas must be self-contained.
+type noLoader struct{}
+
+func (noLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("external schema reference %q is not allowed", url)
+}
+
+// Register adds t. The name must be unique and match ^[a-zA-Z0-9_-]{1,64}$
+// (OpenAI's rule), and the schema must compile.
+func (r *Registry) Register(t Tool) error {
+	name := t.Name()
+	if !toolNameRE.MatchString(name) {
+		return fmt.Errorf("agent: register tool %q: invalid name (letters, digits, _ and -, at most 64)", name)
+	}
+	raw := t.Schema()
+	if len(bytes.TrimSpace(raw)) == 0 {
+		raw = json.RawMessage(`{"type":"object"}`)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return fmt.Errorf("agent: register tool %q: schema is not JSON: %w", name, err)
+	}
+	c := jsonschema.NewCompiler()
+	c.UseLoader(noLoader{})
+	url := "mem:///tools/" + name + ".json"
+	if err := c.AddResource(url, doc); err != nil {
+		return fmt.Errorf("agent: register tool %q: %w", name, err)
+	}
+	sch, err := c.Compile(url)
+	if err != nil {
+		return fmt.Errorf("agent: register tool %q: schema does not compile: %w", name, err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, dup := r.tools[name]; dup {
+		return fmt.Errorf("agent: register tool %q: already registered", name)
+	}
+	r.tools[name] = registered{tool: t, schema: sch}
+	return nil
+}
+
+// Get returns the tool named name.
+func (r *Registry) Get(name string) (Tool, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	e, ok := r.tools[name]
+	return e.tool, ok
+}
+
+// Names lists the registered tool names, sorted.
+func (r *Registry) Names() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]string, 0, len(r.tools))
+	for n := range r.tools {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Validate checks args against the tool's schema. The error text is meant
+// for the model (it says what is wrong and where).
+func (r *Registry) Validate(name string, args json.RawMessage) error {
+	r.mu.RLock()
+	e, ok := r.tools[name]
+	r.mu.RUnlock()
+	if !ok {
+		return fmt.Errorf("unknown tool %q", name)
+	}
+	if len(bytes.TrimSpace(args)) == 0 {
+		args = json.RawMessage(`{}`)
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
+	if err != nil {
+		return fmt.Errorf("arguments are not valid JSON: %w", err)
+	}
+	if _, isObj := inst.(map[string]any); !isObj {
+		return errors.New("arguments must be a JSON object")
+	}
+	if err := e.schema.Validate(inst); err != nil {
+		var ve *jsonschema.ValidationError
+		if errors.As(err, &ve) {
+			// Drop the first line (it names the internal schema URL).
+			msg := ve.Error()
+			if i := strings.IndexByte(msg, '\n'); i >= 0 {
+				msg = strings.TrimSpace(msg[i+1:])
+			}
+			return fmt.Errorf("arguments do not match the schema: %s", msg)
+		}
+		return fmt.Errorf("arguments do not match the schema: %w", err)
+	}
+	return nil
+}
+
+// selected returns the tools allowed by the allowlists (nil list = no
+// restriction), sorted by name.
+func (r *Registry) selected(lists ...[]string) []Tool {
+	var out []Tool
+	for _, name := range r.Names() {
+		ok := true
+		for _, l := range lists {
+			if l != nil && !contains(l, name) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			if t, found := r.Get(name); found {
+				out = append(out, t)
+			}
+		}
+	}
+	return out
+}
+
+func contains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// openAITools renders tools for the native protocol.
+func openAITools(tools []Tool) []openai.Tool {
+	if len(tools) == 0 {
+		return nil
+	}
+	out := make([]openai.Tool, 0, len(tools))
+	for _, t := range tools {
+		schema := t.Schema()
+		if len(bytes.TrimSpace(schema)) == 0 {
+			schema = json.RawMessage(`{"type":"object","properties":{}}`)
+		}
+		out = append(out, openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
+			Name: t.Name(), Description: t.Description(), Parameters: schema}})
+	}
+	return out
+}
+
+// toolRun is the outcome of one tool call.
+type toolRun struct {
+	output   string // observation given to the model (truncated)
+	isError  bool
+	err      error
+	attempts int
+	elapsed  time.Duration
+}
+
+// runTool calls t with the per-call timeout, retrying only failures that are
+// safe to retry (Repeatable tools, or *TemporaryError), and truncates the result.
+func runTool(ctx context.Context, o Options, t Tool, args json.RawMessage) toolRun {
+	start := o.Now()
+	repeatable := false
+	if rp, ok := t.(Repeatable); ok {
+		repeatable = rp.Repeatable()
+	}
+	var (
+		out string
+		err error
+		n   int
+	)
+	for n = 1; ; n++ {
+		out, err = callOnce(ctx, o.ToolTimeout, t, args)
+		if err == nil || ctx.Err() != nil || n > o.ToolRetries {
+			break
+		}
+		var temp *TemporaryError
+		if !repeatable && !errors.As(err, &temp) {
+			break // a tool with side effects is never re-run after an ambiguous failure
+		}
+		if o.Sleep(ctx, o.ToolRetryDelay) != nil {
+			break
+		}
+	}
+	run := toolRun{attempts: n, elapsed: o.Now().Sub(start), err: err}
+	if err != nil {
+		run.isError = true
+		msg := err.Error()
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			msg = fmt.Sprintf("the tool did not finish within %s", o.ToolTimeout)
+		}
+		if n > 1 {
+			msg = fmt.Sprintf("%s (after %d attempts)", msg, n)
+		}
+		run.output = "error: " + msg
+	} else {
+		run.output = out
+	}
+	run.output = truncate(run.output, o.ObservationMaxLen)
+	return run
+}
+
+func callOnce(ctx context.Context, timeout time.Duration, t Tool, args json.RawMessage) (out string, err error) {
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("the tool crashed: %v", p)
+		}
+	}()
+	return t.Call(ctx, args)
+}
+
+// truncate keeps the first n characters of s and says how much was cut.
+func truncate(s string, n int) string {
+	if n <= 0 || utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n]) + fmt.Sprintf("\n…[truncated: %d more characters not shown]", len(r)-n)
+}
