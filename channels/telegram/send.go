@@ -1,0 +1,251 @@
+package telegram
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"html"
+	"net"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-telegram/bot"
+	"github.com/go-telegram/bot/models"
+	"golang.org/x/time/rate"
+
+	"github.com/switchboard-bot/switchboard/channels"
+)
+
+// MigratedError reports that a group was upgraded to a supergroup: Telegram
+// refuses messages to the old chat id and names the new one. Send, Edit and
+// typing return it wrapped in a permanent channels.SendError; the handler
+// finds it with errors.As (on *MigratedError, or on
+// interface{ MovedTo() channels.Target } to stay platform-neutral) and moves
+// the session to MovedTo().
+type MigratedError struct {
+	From      channels.Target // the target that was addressed
+	NewChatID int64           // the supergroup's id
+	Err       error           // the library's *bot.MigrateError
+}
+
+func (e *MigratedError) Error() string {
+	return fmt.Sprintf("telegram: chat %s was upgraded to supergroup %d", e.From.ChatID, e.NewChatID)
+}
+
+func (e *MigratedError) Unwrap() error { return e.Err }
+
+// MovedTo is the target the chat lives at now (same channel and thread).
+func (e *MigratedError) MovedTo() channels.Target {
+	return channels.Target{Channel: e.From.Channel, ChatID: strconv.FormatInt(e.NewChatID, 10), ThreadID: e.From.ThreadID}
+}
+
+// Send delivers one chunk (Telegram HTML) and returns "<chat_id>:<message_id>".
+// A chunk Telegram cannot parse is resent once as out.Plain without a parse
+// mode. Errors are classified for the handler's retry path: 429 → RateLimited
+// with retry_after; 403, 400 and migration → Permanent (migration wraps
+// *MigratedError); 5xx and connection failures before the request was sent →
+// Temporary; a transport failure after the request may have been written →
+// Ambiguous.
+func (c *Channel) Send(ctx context.Context, out channels.Outgoing) (string, error) {
+	chatID, err := parseChatID(out.Target.ChatID)
+	if err != nil {
+		return "", channels.Permanent(err)
+	}
+	if strings.TrimSpace(out.Text) == "" && strings.TrimSpace(out.Plain) == "" {
+		return "", channels.Permanent(errors.New("telegram: empty message"))
+	}
+	params := &bot.SendMessageParams{ChatID: chatID, Text: out.Text, ParseMode: models.ParseModeHTML}
+	if strings.TrimSpace(out.Text) == "" {
+		params.Text, params.ParseMode = out.Plain, ""
+	}
+	if out.Target.ThreadID != "" {
+		tid, err := strconv.Atoi(out.Target.ThreadID)
+		if err != nil {
+			return "", channels.Permanent(fmt.Errorf("telegram: thread id %q is not a number", out.Target.ThreadID))
+		}
+		params.MessageThreadID = tid
+	}
+	// Quote-replies only make sense in groups; in a private chat the answer
+	// follows the question anyway.
+	if out.ReplyTo != "" && chatID < 0 {
+		if mid, ok := parseMessageRef(out.ReplyTo, chatID); ok {
+			params.ReplyParameters = &models.ReplyParameters{MessageID: mid, AllowSendingWithoutReply: true}
+		}
+	}
+	if err := c.pace(ctx, out.Target.ChatID); err != nil {
+		return "", err
+	}
+	msg, err := c.sendMessage(ctx, params)
+	if err != nil && params.ParseMode != "" && isParseError(err) {
+		plain := out.Plain
+		if strings.TrimSpace(plain) == "" {
+			plain = stripHTML(out.Text)
+		}
+		c.log.Warn("telegram rejected the markup; resending as plain text", "chat", chatID, "err", c.redact(err))
+		params.Text, params.ParseMode = plain, ""
+		msg, err = c.sendMessage(ctx, params)
+	}
+	if err != nil {
+		return "", c.classify(err, out.Target)
+	}
+	return strconv.FormatInt(msg.Chat.ID, 10) + ":" + strconv.Itoa(msg.ID), nil
+}
+
+func (c *Channel) sendMessage(ctx context.Context, p *bot.SendMessageParams) (*models.Message, error) {
+	ctx, cancel := c.callCtx(ctx)
+	defer cancel()
+	return c.bot.SendMessage(ctx, p)
+}
+
+// Edit replaces the text of a message the bot sent (HTML). "message is not
+// modified" counts as success; markup Telegram cannot parse is retried once
+// as plain text.
+func (c *Channel) Edit(ctx context.Context, target channels.Target, messageID string, text string) error {
+	chatID, err := parseChatID(target.ChatID)
+	if err != nil {
+		return channels.Permanent(err)
+	}
+	mid, ok := parseMessageRef(messageID, chatID)
+	if !ok {
+		return channels.Permanent(fmt.Errorf("telegram: message id %q does not belong to chat %d", messageID, chatID))
+	}
+	if strings.TrimSpace(text) == "" {
+		return channels.Permanent(errors.New("telegram: empty message"))
+	}
+	if err := c.global.Wait(ctx); err != nil {
+		return fmt.Errorf("telegram: wait for send slot: %w", err)
+	}
+	params := &bot.EditMessageTextParams{ChatID: chatID, MessageID: mid, Text: text, ParseMode: models.ParseModeHTML}
+	err = c.editMessage(ctx, params)
+	if err != nil && isParseError(err) {
+		c.log.Warn("telegram rejected the markup of an edit; using plain text", "chat", chatID, "err", c.redact(err))
+		params.Text, params.ParseMode = stripHTML(text), ""
+		err = c.editMessage(ctx, params)
+	}
+	if err == nil || isNotModified(err) {
+		return nil
+	}
+	return c.classify(err, target)
+}
+
+func (c *Channel) editMessage(ctx context.Context, p *bot.EditMessageTextParams) error {
+	ctx, cancel := c.callCtx(ctx)
+	defer cancel()
+	_, err := c.bot.EditMessageText(ctx, p)
+	return err
+}
+
+// pace waits for the chat's and the global send slot.
+func (c *Channel) pace(ctx context.Context, chat string) error {
+	if err := c.chatLimiter(chat).Wait(ctx); err != nil {
+		return fmt.Errorf("telegram: wait for send slot: %w", err)
+	}
+	if err := c.global.Wait(ctx); err != nil {
+		return fmt.Errorf("telegram: wait for send slot: %w", err)
+	}
+	return nil
+}
+
+// chatLimiter returns the chat's limiter. Idle limiters (full bucket) are
+// dropped when the map grows, so it stays bounded by the active chats.
+func (c *Channel) chatLimiter(chat string) *rate.Limiter {
+	c.limitersMu.Lock()
+	defer c.limitersMu.Unlock()
+	if l, ok := c.limiters[chat]; ok {
+		return l
+	}
+	if len(c.limiters) >= 4096 {
+		now := time.Now()
+		for k, l := range c.limiters {
+			if l.TokensAt(now) >= float64(l.Burst()) {
+				delete(c.limiters, k)
+			}
+		}
+	}
+	l := rate.NewLimiter(c.opts.PerChatRate, c.opts.PerChatBurst)
+	c.limiters[chat] = l
+	return l
+}
+
+// classify maps a library error to the channels error kinds.
+func (c *Channel) classify(err error, target channels.Target) error {
+	var tm *bot.TooManyRequestsError
+	var mig *bot.MigrateError
+	red := c.redact(err)
+	switch {
+	case errors.As(err, &tm):
+		after := time.Duration(tm.RetryAfter) * time.Second
+		if after <= 0 {
+			after = time.Second
+		}
+		return channels.RateLimited(after, red)
+	case errors.As(err, &mig):
+		return channels.Permanent(&MigratedError{From: target, NewChatID: int64(mig.MigrateToChatID), Err: red})
+	case errors.Is(err, bot.ErrorForbidden), errors.Is(err, bot.ErrorBadRequest),
+		errors.Is(err, bot.ErrorUnauthorized), errors.Is(err, bot.ErrorNotFound):
+		return channels.Permanent(red)
+	case errors.Is(err, bot.ErrorConflict):
+		return channels.Temporary(red)
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		var op *net.OpError
+		if errors.As(err, &op) && op.Op == "dial" {
+			return channels.Temporary(red) // never connected: nothing was sent
+		}
+		return channels.Ambiguous(red)
+	}
+	// The library reports other {"ok":false} answers (5xx, 420 …) as
+	// "error response from telegram": the server answered, nothing was posted.
+	if strings.Contains(err.Error(), "error response from telegram") {
+		return channels.Temporary(red)
+	}
+	// Unreadable responses and body read failures: the request was processed
+	// or not; we cannot tell.
+	return channels.Ambiguous(red)
+}
+
+func isParseError(err error) bool {
+	return errors.Is(err, bot.ErrorBadRequest) && strings.Contains(err.Error(), "can't parse entities")
+}
+
+func isNotModified(err error) bool {
+	return errors.Is(err, bot.ErrorBadRequest) && strings.Contains(err.Error(), "message is not modified")
+}
+
+// parseChatID accepts a numeric chat id (Switchboard targets always use ids).
+func parseChatID(s string) (int64, error) {
+	id, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil || id == 0 {
+		return 0, fmt.Errorf("telegram: chat id %q is not a number", s)
+	}
+	return id, nil
+}
+
+// parseMessageRef accepts "<chat_id>:<message_id>" (for this chat) or a bare
+// message id.
+func parseMessageRef(ref string, chatID int64) (int, bool) {
+	ref = strings.TrimSpace(ref)
+	if chat, mid, ok := strings.Cut(ref, ":"); ok {
+		if chat != strconv.FormatInt(chatID, 10) {
+			return 0, false
+		}
+		ref = mid
+	}
+	n, err := strconv.Atoi(ref)
+	if err != nil || n <= 0 {
+		return 0, false
+	}
+	return n, true
+}
+
+var tagRE = regexp.MustCompile(`<[^>]*>`)
+
+// stripHTML turns Telegram HTML into the text it displays, for the plain-text
+// fallback of edits (Send has the chunk's Plain form).
+func stripHTML(s string) string {
+	return html.UnescapeString(tagRE.ReplaceAllString(s, ""))
+}

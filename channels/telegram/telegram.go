@@ -1,0 +1,362 @@
+// Package telegram is Switchboard's Telegram adapter, built on
+// github.com/go-telegram/bot. It owns the connection to the Bot API (long
+// polling or webhook), the normalization of updates into channels.Message and
+// the delivery primitives (Send, Edit, typing). Everything that must behave the
+// same on every platform — dedup, access control, group gating, commands,
+// retries, the outbox — is the shared channels.Handler's job, not this package's.
+//
+// Design decisions:
+//
+//   - Acknowledge after persist. go-telegram/bot's own poller (Bot.Start)
+//     stores the offset of every update it fetched before the handler runs
+//     (get_updates.go: atomic.StoreInt64(&b.lastUpdateID, upd.ID) and the next
+//     getUpdates call carries lastUpdateID+1), so an update whose handling
+//     failed would be confirmed anyway, and the library exports no raw method
+//     call. This package therefore drives getUpdates itself (same endpoint,
+//     same envelope) and uses the library for every other method. Updates of
+//     a batch are handed to the sink one by one, in order; the offset moves
+//     past an update only after sink.Handle returned nil. When Handle fails,
+//     the rest of the batch is dropped, and after a short backoff getUpdates
+//     is called again with the same offset, so Telegram delivers the failed
+//     update again. The offset is not persisted: Telegram keeps unconfirmed
+//     updates for 24 h and the handler's persisted dedup drops repeats.
+//   - Webhook mode uses this package's own http.Handler instead of the
+//     library's WebhookHandler, which answers 200 even for a wrong secret and
+//     queues updates before they are handled. Here a wrong or missing
+//     X-Telegram-Bot-Api-Secret-Token answers 401 without processing, the
+//     update is handled synchronously and the request answers 200 only after
+//     sink.Handle returned nil (500 otherwise, so Telegram redelivers).
+//     Webhook mode requires a secret. In polling mode WebhookPattern returns
+//     "": there is nothing to mount.
+//   - Message ids. Telegram message ids are unique per chat only, so
+//     Message.MessageID is "<chat_id>:<message_id>"; Send returns ids in the same
+//     form and Edit / Outgoing.ReplyTo accept both that form and a bare
+//     message id.
+//   - Edited messages are ignored (debug log): the original was answered
+//     already and re-running a turn for a typo fix would surprise users.
+//     Channel posts, callback queries and service messages are ignored too.
+//   - A `/command@otherbot` is ignored (addressed to another bot);
+//     `/command@thisbot` becomes `/command` and counts as a mention.
+//   - Messages sent on behalf of a chat (anonymous group admins, linked
+//     channels) carry that chat as Sender.
+//   - Media: photos (largest size under MaxMediaBytes) and image documents are
+//     downloaded through getFile; a download failure or an oversized file
+//     drops the attachment with a warning instead of failing the message
+//     (a permanent failure would otherwise block the chat's update queue).
+//   - Group→supergroup migration surfaces from Send/Edit/typing as a
+//     permanent error wrapping *MigratedError, whose MovedTo() is the new
+//     target; the handler can move the session there (errors.As on
+//     interface{ MovedTo() channels.Target }).
+//   - Pacing: sends wait on a per-chat limiter (default 1/s) and a global one
+//     (default 30/s); edits wait on the global one only (the handler already
+//     throttles them per chat with EditInterval). Telegram's stricter 20/min
+//     for groups is left to 429 handling (retry_after) in the handler.
+package telegram
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-telegram/bot"
+	"github.com/go-telegram/bot/models"
+	"golang.org/x/time/rate"
+
+	"github.com/switchboard-bot/switchboard/channels"
+)
+
+// Mode values for Options.Mode.
+const (
+	ModePolling = "polling"
+	ModeWebhook = "webhook"
+)
+
+// WebhookPath is where the daemon mounts the webhook handler.
+const WebhookPath = "/webhooks/telegram"
+
+// Command is one entry of the bot's command menu (setMyCommands).
+type Command struct {
+	Name        string // without the slash, lowercase
+	Description string
+}
+
+// DefaultCommands returns the commands registered when Options.Commands is nil.
+func DefaultCommands() []Command {
+	return []Command{
+		{"help", "Show what I can do"},
+		{"reset", "Start a fresh conversation"},
+		{"stop", "Stop the current answer"},
+		{"status", "Show session status"},
+		{"persona", "Show or switch the persona"},
+	}
+}
+
+// Options configures a Channel. Zero values take the defaults shown.
+type Options struct {
+	Token         string // bot token; required; never logged
+	APIURL        string // Bot API server root; default https://api.telegram.org
+	Mode          string // ModePolling (default) or ModeWebhook
+	WebhookURL    string // public URL Telegram posts to (webhook mode)
+	WebhookSecret string // X-Telegram-Bot-Api-Secret-Token (webhook mode; required there)
+
+	EditInterval   time.Duration // minimum time between edits of a chat; default 1s
+	MaxMediaBytes  int64         // largest attachment downloaded; default 10 MiB; <0 disables media
+	PollTimeout    time.Duration // getUpdates long-poll timeout, whole seconds, min 1s; default 50s
+	RequestTimeout time.Duration // per API call (other than getUpdates); default 30s
+	RetryMin       time.Duration // first backoff after a failed poll or Handle; default 500ms
+	RetryMax       time.Duration // longest backoff; default 30s
+	TypingInterval time.Duration // sendChatAction refresh; default 4s (Telegram shows it 5s)
+
+	// Send pacing. Zero takes the default; rate.Inf disables a limiter.
+	PerChatRate  rate.Limit // default 1 message/s per chat
+	PerChatBurst int        // default 1
+	GlobalRate   rate.Limit // default 30 messages/s overall
+	GlobalBurst  int        // default 30
+
+	Commands []Command // nil → DefaultCommands(); empty non-nil → none registered
+
+	HTTPClient *http.Client // default: a client without overall timeout (calls use contexts)
+	Logger     *slog.Logger // nil → discard
+	Now        func() time.Time
+}
+
+// String describes the options without secrets.
+func (o Options) String() string {
+	return fmt.Sprintf("telegram.Options{APIURL:%q Mode:%q WebhookURL:%q Token:%s WebhookSecret:%s}",
+		o.APIURL, o.Mode, o.WebhookURL, masked(o.Token), masked(o.WebhookSecret))
+}
+
+// LogValue keeps the token and webhook secret out of structured logs.
+func (o Options) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("api_url", o.APIURL), slog.String("mode", o.Mode),
+		slog.String("webhook_url", o.WebhookURL),
+		slog.String("token", masked(o.Token)), slog.String("webhook_secret", masked(o.WebhookSecret)),
+	)
+}
+
+func masked(s string) string {
+	if s == "" {
+		return `""`
+	}
+	return "[redacted]"
+}
+
+// Channel is the Telegram adapter. It implements channels.Channel, Typer,
+// Editor, Readiness and Webhook.
+type Channel struct {
+	opts   Options
+	token  string
+	apiURL string
+	bot    *bot.Bot
+	client *http.Client
+	log    *slog.Logger
+	now    func() time.Time
+
+	global     *rate.Limiter
+	limitersMu sync.Mutex
+	limiters   map[string]*rate.Limiter
+
+	me      atomic.Pointer[models.User]
+	sink    atomic.Pointer[sinkBox]
+	running atomic.Bool
+	ready   atomic.Bool
+	lastOK  atomic.Int64 // unix nanos of the last successful getUpdates
+
+	webhookMu sync.Mutex // serializes webhook deliveries into the sink
+}
+
+type sinkBox struct{ channels.Sink }
+
+var (
+	_ channels.Channel   = (*Channel)(nil)
+	_ channels.Typer     = (*Channel)(nil)
+	_ channels.Editor    = (*Channel)(nil)
+	_ channels.Readiness = (*Channel)(nil)
+	_ channels.Webhook   = (*Channel)(nil)
+)
+
+// New validates opts and builds a Channel. It makes no network calls; Run
+// calls getMe.
+func New(opts Options) (*Channel, error) {
+	if strings.TrimSpace(opts.Token) == "" {
+		return nil, errors.New("telegram: token is required")
+	}
+	if strings.ContainsAny(opts.Token, "/ \t\n?#") {
+		return nil, errors.New("telegram: token contains invalid characters")
+	}
+	if opts.APIURL == "" {
+		opts.APIURL = "https://api.telegram.org"
+	}
+	u, err := url.Parse(opts.APIURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("telegram: api_url %q must be an http(s) URL", opts.APIURL)
+	}
+	opts.APIURL = strings.TrimRight(opts.APIURL, "/")
+	switch opts.Mode {
+	case "":
+		opts.Mode = ModePolling
+	case ModePolling:
+	case ModeWebhook:
+		if opts.WebhookURL == "" {
+			return nil, errors.New("telegram: webhook mode needs webhook_url")
+		}
+		if wu, err := url.Parse(opts.WebhookURL); err != nil || (wu.Scheme != "http" && wu.Scheme != "https") || wu.Host == "" {
+			return nil, fmt.Errorf("telegram: webhook_url %q must be an http(s) URL", opts.WebhookURL)
+		}
+		if !validSecret(opts.WebhookSecret) {
+			return nil, errors.New("telegram: webhook mode needs webhook_secret: 1-256 characters A-Z, a-z, 0-9, _ or -")
+		}
+	default:
+		return nil, fmt.Errorf("telegram: unknown mode %q (want polling or webhook)", opts.Mode)
+	}
+	if opts.EditInterval <= 0 {
+		opts.EditInterval = time.Second
+	}
+	if opts.MaxMediaBytes == 0 {
+		opts.MaxMediaBytes = 10 << 20
+	}
+	if opts.PollTimeout <= 0 {
+		opts.PollTimeout = 50 * time.Second
+	}
+	if opts.PollTimeout < time.Second {
+		opts.PollTimeout = time.Second
+	}
+	if opts.RequestTimeout <= 0 {
+		opts.RequestTimeout = 30 * time.Second
+	}
+	if opts.RetryMin <= 0 {
+		opts.RetryMin = 500 * time.Millisecond
+	}
+	if opts.RetryMax <= 0 {
+		opts.RetryMax = 30 * time.Second
+	}
+	if opts.RetryMax < opts.RetryMin {
+		opts.RetryMax = opts.RetryMin
+	}
+	if opts.TypingInterval <= 0 {
+		opts.TypingInterval = 4 * time.Second
+	}
+	if opts.PerChatRate == 0 {
+		opts.PerChatRate = 1
+	}
+	if opts.PerChatBurst <= 0 {
+		opts.PerChatBurst = 1
+	}
+	if opts.GlobalRate == 0 {
+		opts.GlobalRate = 30
+	}
+	if opts.GlobalBurst <= 0 {
+		opts.GlobalBurst = 30
+	}
+	if opts.Commands == nil {
+		opts.Commands = DefaultCommands()
+	}
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = &http.Client{}
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("channel", "telegram")
+
+	c := &Channel{
+		opts:     opts,
+		token:    opts.Token,
+		apiURL:   opts.APIURL,
+		client:   opts.HTTPClient,
+		log:      log,
+		now:      opts.Now,
+		global:   rate.NewLimiter(opts.GlobalRate, opts.GlobalBurst),
+		limiters: map[string]*rate.Limiter{},
+	}
+	b, err := bot.New(opts.Token,
+		bot.WithServerURL(opts.APIURL),
+		bot.WithSkipGetMe(),
+		bot.WithHTTPClient(opts.PollTimeout, opts.HTTPClient),
+		bot.WithErrorsHandler(func(err error) { log.Debug("library error", "err", c.redact(err)) }),
+		bot.WithDefaultHandler(func(context.Context, *bot.Bot, *models.Update) {}),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("telegram: %w", c.redact(err))
+	}
+	c.bot = b
+	return c, nil
+}
+
+// Name is the channel's address prefix.
+func (c *Channel) Name() string { return "telegram" }
+
+// EditInterval is the minimum time between two edits of one chat.
+func (c *Channel) EditInterval() time.Duration { return c.opts.EditInterval }
+
+// String never shows the token.
+func (c *Channel) String() string {
+	return fmt.Sprintf("telegram(%s, %s)", c.opts.Mode, c.apiURL)
+}
+
+// Ready reports whether the channel is connected: in polling mode the last
+// getUpdates succeeded and not longer ago than a poll should take; in webhook
+// mode the webhook is set and Run is active.
+func (c *Channel) Ready() bool {
+	if !c.running.Load() || !c.ready.Load() {
+		return false
+	}
+	if c.opts.Mode == ModeWebhook {
+		return true
+	}
+	last := c.lastOK.Load()
+	return c.now().Sub(time.Unix(0, last)) <= c.opts.PollTimeout+c.opts.RequestTimeout
+}
+
+// Me is the bot's own user as getMe reported it (nil before Run fetched it).
+func (c *Channel) Me() *models.User { return c.me.Load() }
+
+// redact removes the token from an error's text (URLs in transport errors
+// carry it) while keeping the chain for errors.Is / errors.As.
+func (c *Channel) redact(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, c.token) {
+		return err
+	}
+	return &redactedError{msg: strings.ReplaceAll(msg, c.token, "<token>"), err: err}
+}
+
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
+func validSecret(s string) bool {
+	if len(s) == 0 || len(s) > 256 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// callCtx bounds one API call by RequestTimeout.
+func (c *Channel) callCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, c.opts.RequestTimeout)
+}
