@@ -1,0 +1,192 @@
+package heartbeat
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/switchboard-bot/switchboard/agent"
+	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/internal/config"
+	"github.com/switchboard-bot/switchboard/memory"
+)
+
+// Directer runs a turn without a platform message (*agent.Agent).
+type Directer interface {
+	ProcessDirect(ctx context.Context, sessionKey, text string, opts agent.DirectOptions) (string, error)
+}
+
+// Deliverer sends text through the shared outbound path (*channels.Handler)
+// and returns the platform message ids of the chunks.
+type Deliverer interface {
+	Deliver(ctx context.Context, target channels.Target, turnID, text string) ([]string, error)
+}
+
+// BusyChecker tells whether a session has a turn running or queued
+// (*channels.Handler).
+type BusyChecker interface {
+	Busy(sessionKey string) bool
+}
+
+// KV is the small key-value part of the store used for persisted state.
+type KV interface {
+	KVGet(ctx context.Context, key string) ([]byte, bool, error)
+	KVPut(ctx context.Context, key string, val []byte) error
+	KVDelete(ctx context.Context, key string) error
+}
+
+// SessionStore is what the heartbeat reads and writes of sessions.
+type SessionStore interface {
+	ListSessions(ctx context.Context) ([]memory.SessionMeta, error)
+	Session(ctx context.Context, key string) (memory.SessionMeta, bool, error)
+	LoadHistory(ctx context.Context, key string, limit int) ([]memory.Message, error)
+	// AppendTurn stores the greeting as a one-message assistant turn.
+	AppendTurn(ctx context.Context, key string, turn memory.Turn) error
+	ListNotes(ctx context.Context, scope string) ([]memory.Note, error)
+}
+
+// JobStore is what the jobs scheduler needs of the store.
+type JobStore interface {
+	PutJob(ctx context.Context, j memory.JobRecord) error
+	GetJob(ctx context.Context, name string) (memory.JobRecord, bool, error)
+	ListJobs(ctx context.Context) ([]memory.JobRecord, error)
+	DeleteJob(ctx context.Context, name string) error
+	AddRun(ctx context.Context, run memory.JobRun) (uint64, error)
+	UpdateRun(ctx context.Context, run memory.JobRun) error
+	ListRuns(ctx context.Context, job string, limit int) ([]memory.JobRun, error)
+}
+
+// Store is the subset of *memory.Store this package uses.
+type Store interface {
+	KV
+	SessionStore
+	JobStore
+}
+
+// Defaults.
+const (
+	// DefaultGrace is how late a run may start and still be on time when a
+	// job sets no grace.
+	DefaultGrace = config.DefaultJobGrace
+	// DefaultAlertAfter is the failure streak that alerts the admins.
+	DefaultAlertAfter = 2
+	// DefaultMaxAttempts bounds the attempts of a one-shot job.
+	DefaultMaxAttempts = 3
+	// DefaultRetryDelay is the wait before a failed one-shot is tried again.
+	DefaultRetryDelay = time.Minute
+	// RecentWindow is how recently a chat must have been active to be greeted
+	// when heartbeat.targets is empty.
+	RecentWindow = 30 * 24 * time.Hour
+	// MaxJobsPerChat bounds the jobs one chat may create with the schedule tool.
+	MaxJobsPerChat = 50
+)
+
+// Options configure a Scheduler (and the Heartbeat and Jobs inside it).
+// Store is required; the rest have defaults.
+type Options struct {
+	Heartbeat config.Heartbeat
+	Jobs      []config.Job
+	// Location is the bot's time zone (bot.timezone); default time.Local.
+	Location *time.Location
+
+	Store Store
+	// Agent runs greeting and task turns; nil makes those fail with an error.
+	Agent Directer
+	// Out delivers; nil makes deliveries fail with an error.
+	Out Deliverer
+	// Busy reports busy sessions; nil = never busy.
+	Busy BusyChecker
+
+	// IsDirectAllowed selects the sessions greeted when heartbeat.targets is
+	// empty; default DefaultIsDirectAllowed.
+	IsDirectAllowed func(sessionKey string) bool
+	// PersonaFor resolves the persona of a chat from config (by_target,
+	// by_channel); a persona set on the session with /persona wins. nil = "".
+	PersonaFor func(sessionKey string) string
+	// GreetingHints returns the persona's greeting hints (persona front matter).
+	GreetingHints func(persona string) string
+	// TargetLocation returns a target's time zone; nil or a nil result = Location.
+	TargetLocation func(target string) *time.Location
+	// Alert tells the admins something (a job keeps failing). nil = log only.
+	Alert func(ctx context.Context, text string)
+
+	// Sent records send_message deliveries; default a new SentLog.
+	Sent *SentLog
+
+	AlertAfter  int           // DefaultAlertAfter
+	MaxAttempts int           // DefaultMaxAttempts
+	RetryDelay  time.Duration // DefaultRetryDelay
+	// SweepSpec is the cron spec of the catch-all jobs sweep (default "@every 1m").
+	SweepSpec string
+
+	Now    func() time.Time // time.Now
+	Logger *slog.Logger     // nil = discard
+}
+
+func (o Options) withDefaults() Options {
+	if o.Location == nil {
+		o.Location = time.Local
+	}
+	if o.IsDirectAllowed == nil {
+		o.IsDirectAllowed = DefaultIsDirectAllowed
+	}
+	if o.PersonaFor == nil {
+		o.PersonaFor = func(string) string { return "" }
+	}
+	if o.GreetingHints == nil {
+		o.GreetingHints = func(string) string { return "" }
+	}
+	if o.Sent == nil {
+		o.Sent = NewSentLog(0)
+	}
+	if o.AlertAfter <= 0 {
+		o.AlertAfter = DefaultAlertAfter
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = DefaultMaxAttempts
+	}
+	if o.RetryDelay <= 0 {
+		o.RetryDelay = DefaultRetryDelay
+	}
+	if o.SweepSpec == "" {
+		o.SweepSpec = "@every 1m"
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+func (o Options) targetLocation(target string) *time.Location {
+	if o.TargetLocation != nil {
+		if loc := o.TargetLocation(target); loc != nil {
+			return loc
+		}
+	}
+	return o.Location
+}
+
+// DefaultIsDirectAllowed is the default selection of greeted sessions: keys
+// that parse as a target without a thread part and are not internal sessions
+// ("job:", "cli:", "heartbeat:").
+func DefaultIsDirectAllowed(key string) bool {
+	for _, p := range []string{"job:", "cli:", "heartbeat:"} {
+		if strings.HasPrefix(key, p) {
+			return false
+		}
+	}
+	t, ok := channels.ParseTarget(key)
+	return ok && t.ThreadID == ""
+}
+
+// The real pieces satisfy the interfaces.
+var (
+	_ Store       = (*memory.Store)(nil)
+	_ Directer    = (*agent.Agent)(nil)
+	_ Deliverer   = (*channels.Handler)(nil)
+	_ BusyChecker = (*channels.Handler)(nil)
+)

@@ -1,0 +1,73 @@
+// Package heartbeat owns everything the bot does on its own initiative: the
+// one cron scheduler of the daemon, proactive greetings (the "heartbeat") and
+// scheduled jobs (task reports and reminders), plus the two tools that reach
+// it from a chat: `schedule` and `send_message`.
+//
+// # Time
+//
+// Every decision is a function of a `now` argument: Heartbeat.Tick(ctx, now)
+// and Jobs.Tick(ctx, now) look at the persisted state and the clock value they
+// are given and do whatever is due. The cron scheduler (robfig/cron/v3, with
+// Recover and SkipIfStillRunning) only decides *when* to call them, so tests
+// walk simulated months by calling Tick directly and a run that cron fires a
+// little late (or twice) cannot change the outcome.
+//
+// # Heartbeat
+//
+// Targets are heartbeat.targets, or else every session whose key passes
+// IsDirectAllowed (default: no thread part, not "job:", "cli:" or
+// "heartbeat:") and whose user wrote in the last 30 days. A target is greeted
+// when all hold: now is inside active_hours in the target's time zone
+// (evaluated on local wall time, windows may cross midnight; a window that
+// crosses midnight belongs to the day it opened); fewer than max_per_day
+// slots of that window's day are used; at least one unused slot is due;
+// the user's last message is older than idle_after; the chat is not busy.
+// The slots are spread over the window (one per equal segment, at an offset
+// hashed from day, target and index), so a restart computes the same plan,
+// and a due slot stays due until used or the window closes. When no target is
+// eligible no model call is made.
+//
+// Design decision: ProcessDirect commits its turn (instruction as a user
+// message) into the session it runs in, which would make the instruction look
+// like user activity (SessionMeta.LastUserMessage) and pollute the chat. The
+// greeting turn therefore runs in a side session "heartbeat:<target>", whose
+// instruction carries the chat's recent history, notes and the user's name;
+// only the greeting itself is written into the chat's session, as a one-message
+// assistant turn (Store.AppendTurn), after delivery succeeded, and only then is
+// the slot counted. The model answers {"action":"greet","message":…} or
+// {"action":"skip","reason":…}; a "skip" uses the slot (no re-asking every
+// tick); a model error or a failed delivery does not (retried next tick).
+// Bare status tokens ("HEARTBEAT_OK", "NO_REPLY") are never delivered.
+// The /heartbeat on|off switch is a KV flag that overrides heartbeat.enabled.
+//
+// # Jobs
+//
+// Config jobs come from config.yaml; runtime jobs are created by the schedule
+// tool and stored as memory.JobRecord with a JobSpec as JSON. The per-job
+// state (last scheduled time handled, pause flag, failure streak, one-shot
+// attempts) lives in the KV bucket under "jobs/state/<name>" for both kinds.
+// At each Tick the occurrences of a job's schedule after its last handled
+// time and not after now are counted (never a burst): the latest one runs if
+// it is at most grace late (default 5m); otherwise it is a misfire, and
+// misfire "skip" records one "skipped" run while "run_once" runs it once.
+// A new job's first handled time is its creation (config jobs: their first
+// sighting), so nothing before it is caught up. Reminders deliver their text
+// verbatim without a model call; tasks run ProcessDirect in the session
+// "job:<name>" with the job's persona (and tools) and deliver the answer to
+// every deliver_to target, each delivery recorded separately ("delivered"
+// only when the outbound path returned a platform message id). One-shot (`at`)
+// jobs are retried on failure (only the undelivered targets, with the stored
+// answer) up to MaxAttempts, and a runtime one-shot is removed after success.
+// A failure streak of AlertAfter runs alerts the admins once per streak.
+// Tool-created jobs use misfire run_once: a late reminder beats a lost one.
+//
+// # Tools
+//
+// ScheduleTool refuses to create jobs inside a job's turn, binds new jobs to
+// the calling chat (deliver_to = its session key, persona = its persona) and
+// lists/cancels only that chat's jobs. SendMessageTool sends to targets the
+// Allowed func accepts (default: the calling chat and the calling job's
+// deliver_to) and records each send in a SentLog, so the job runner (and the
+// channels handler, through SentLog.WasSent) never delivers a final answer
+// that a send_message of the same turn already delivered to the same target.
+package heartbeat

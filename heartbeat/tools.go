@@ -1,0 +1,383 @@
+package heartbeat
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/switchboard-bot/switchboard/agent"
+	"github.com/switchboard-bot/switchboard/channels"
+)
+
+// ScheduleTool is the `schedule` tool: create, list and cancel the calling
+// chat's jobs.
+type ScheduleTool struct {
+	jobs *Jobs
+}
+
+// NewScheduleTool returns the schedule tool over jobs.
+func NewScheduleTool(jobs *Jobs) *ScheduleTool { return &ScheduleTool{jobs: jobs} }
+
+var _ agent.Tool = (*ScheduleTool)(nil)
+
+// Name is "schedule".
+func (*ScheduleTool) Name() string { return "schedule" }
+
+// Description tells the model what the tool does.
+func (*ScheduleTool) Description() string {
+	return "Schedule a reminder (text sent as is) or a task (a prompt you will run then, answer sent to this chat), " +
+		"list this chat's scheduled jobs, or cancel one. For create give exactly one of: in (relative, e.g. \"20m\", \"2h\", \"1 day\"), " +
+		"at (RFC 3339 or \"2025-01-31 09:00\" in timezone) or cron (\"0 9 * * 1-5\", optional leading seconds, or \"@every 30m\")."
+}
+
+// Schema is the JSON Schema of the arguments.
+func (*ScheduleTool) Schema() json.RawMessage {
+	return json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "action":   {"type": "string", "enum": ["create", "list", "cancel"]},
+    "name":     {"type": "string", "description": "job name (a-z, 0-9, _ and -); optional for create, required for cancel"},
+    "kind":     {"type": "string", "enum": ["reminder", "task"], "description": "default: task if prompt is given, else reminder"},
+    "text":     {"type": "string", "description": "reminder text, delivered verbatim"},
+    "prompt":   {"type": "string", "description": "task instruction, run by you at the scheduled time"},
+    "at":       {"type": "string", "description": "one-shot time"},
+    "in":       {"type": "string", "description": "one-shot delay from now, e.g. 20m"},
+    "cron":     {"type": "string", "description": "recurring schedule"},
+    "timezone": {"type": "string", "description": "IANA zone for at and cron; default the bot's"}
+  },
+  "required": ["action"],
+  "additionalProperties": false
+}`)
+}
+
+type scheduleArgs struct {
+	Action   string `json:"action"`
+	Name     string `json:"name"`
+	Kind     string `json:"kind"`
+	Text     string `json:"text"`
+	Prompt   string `json:"prompt"`
+	At       string `json:"at"`
+	In       string `json:"in"`
+	Cron     string `json:"cron"`
+	Timezone string `json:"timezone"`
+}
+
+// Call runs the action.
+func (t *ScheduleTool) Call(ctx context.Context, raw json.RawMessage) (string, error) {
+	var a scheduleArgs
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return "", fmt.Errorf("schedule: bad arguments: %w", err)
+	}
+	ci, _ := agent.CallInfoFrom(ctx)
+	if ci.SessionKey == "" {
+		return "", errors.New("schedule: no chat to bind the job to")
+	}
+	switch a.Action {
+	case "create":
+		return t.create(ctx, ci, a)
+	case "list":
+		return t.list(ctx, ci)
+	case "cancel":
+		return t.cancel(ctx, ci, a.Name)
+	}
+	return "", fmt.Errorf("schedule: unknown action %q (create, list or cancel)", a.Action)
+}
+
+func deliverable(key string) bool {
+	for _, p := range []string{"job:", "cli:", "heartbeat:"} {
+		if strings.HasPrefix(key, p) {
+			return false
+		}
+	}
+	_, ok := channels.ParseTarget(key)
+	return ok
+}
+
+var nameSanitizeRe = regexp.MustCompile(`[^a-z0-9_-]+`)
+
+func slug(s string, words int) string {
+	f := strings.Fields(strings.ToLower(s))
+	if len(f) > words {
+		f = f[:words]
+	}
+	out := strings.Trim(nameSanitizeRe.ReplaceAllString(strings.Join(f, "-"), ""), "-_")
+	if len(out) > 30 {
+		out = out[:30]
+	}
+	return out
+}
+
+func (t *ScheduleTool) create(ctx context.Context, ci agent.CallInfo, a scheduleArgs) (string, error) {
+	if ci.JobName != "" {
+		return "", fmt.Errorf("schedule: %w", ErrJobFromJob)
+	}
+	if !deliverable(ci.SessionKey) {
+		return "", fmt.Errorf("schedule: this chat (%s) cannot receive scheduled messages", ci.SessionKey)
+	}
+	o := t.jobs.o
+	now := o.Now()
+	kind := a.Kind
+	if kind == "" {
+		kind = KindReminder
+		if strings.TrimSpace(a.Prompt) != "" && strings.TrimSpace(a.Text) == "" {
+			kind = KindTask
+		}
+	}
+	loc, err := loadLocation(a.Timezone, o.Location)
+	if err != nil {
+		return "", fmt.Errorf("schedule: %w", err)
+	}
+	spec := JobSpec{Kind: kind, Text: a.Text, Prompt: a.Prompt, Timezone: a.Timezone, Persona: ci.Persona,
+		DeliverTo: []string{ci.SessionKey}, Misfire: MisfireRunOnce, CreatedBy: ci.SessionKey}
+	set := 0
+	for _, v := range []string{a.At, a.In, a.Cron} {
+		if strings.TrimSpace(v) != "" {
+			set++
+		}
+	}
+	if set != 1 {
+		return "", errors.New("schedule: give exactly one of in, at or cron")
+	}
+	switch {
+	case a.In != "":
+		d, err := parseIn(a.In)
+		if err != nil {
+			return "", fmt.Errorf("schedule: in: %w", err)
+		}
+		spec.At = now.Add(d).Truncate(time.Second)
+	case a.At != "":
+		at, err := parseAt(a.At, loc)
+		if err != nil {
+			return "", fmt.Errorf("schedule: at: %w", err)
+		}
+		if !at.After(now) {
+			return "", fmt.Errorf("schedule: at %s is in the past (now is %s)", at.In(loc).Format(time.RFC3339), now.In(loc).Format(time.RFC3339))
+		}
+		spec.At = at
+	default:
+		spec.Schedule = strings.TrimSpace(a.Cron)
+	}
+	if spec.OneShot() && spec.Timezone == "" {
+		spec.Timezone = loc.String()
+	}
+	infos, err := t.jobs.List(ctx)
+	if err != nil {
+		return "", err
+	}
+	mine := 0
+	for _, in := range infos {
+		if in.Spec.CreatedBy == ci.SessionKey {
+			mine++
+		}
+	}
+	if mine >= MaxJobsPerChat {
+		return "", fmt.Errorf("schedule: %w (%d); cancel some first", ErrTooManyJobs, MaxJobsPerChat)
+	}
+	if a.Name != "" {
+		spec.Name = strings.Trim(nameSanitizeRe.ReplaceAllString(strings.ToLower(strings.TrimSpace(a.Name)), "-"), "-")
+		if len(spec.Name) > 64 {
+			spec.Name = spec.Name[:64]
+		}
+		if err := t.jobs.Create(ctx, spec); err != nil {
+			return "", fmt.Errorf("schedule: %w", err)
+		}
+	} else {
+		body := spec.Text
+		if kind == KindTask {
+			body = spec.Prompt
+		}
+		h := fnv.New32a()
+		fmt.Fprintf(h, "%s|%s|%d", ci.SessionKey, body, now.UnixNano())
+		base := kind
+		if s := slug(body, 3); s != "" {
+			base += "-" + s
+		}
+		base = fmt.Sprintf("%s-%04x", base, h.Sum32()&0xffff)
+		for i := 1; ; i++ {
+			spec.Name = base
+			if i > 1 {
+				spec.Name = fmt.Sprintf("%s-%d", base, i)
+			}
+			err := t.jobs.Create(ctx, spec)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, ErrJobNameInUse) || i >= 20 {
+				return "", fmt.Errorf("schedule: %w", err)
+			}
+		}
+	}
+	next, err := t.jobs.NextRuns(ctx, spec.Name, 1)
+	if err != nil || len(next) == 0 {
+		return fmt.Sprintf("Scheduled %s %q (%s).", kind, spec.Name, spec.When()), nil
+	}
+	return fmt.Sprintf("Scheduled %s %q: next run %s (in %s). It will be delivered to this chat. Cancel it with action cancel, name %q.",
+		kind, spec.Name, next[0].In(loc).Format("Mon 2006-01-02 15:04 MST"), humanDuration(next[0].Sub(now)), spec.Name), nil
+}
+
+func (t *ScheduleTool) list(ctx context.Context, ci agent.CallInfo) (string, error) {
+	infos, err := t.jobs.List(ctx)
+	if err != nil {
+		return "", err
+	}
+	var lines []string
+	for _, in := range infos {
+		mine := in.Spec.CreatedBy == ci.SessionKey
+		cfgHere := in.Source == SourceConfig && slices.Contains(in.Spec.DeliverTo, ci.SessionKey)
+		if !mine && !cfgHere {
+			continue
+		}
+		what := in.Spec.Text
+		if in.Spec.Kind == KindTask {
+			what = in.Spec.Prompt
+		}
+		line := fmt.Sprintf("- %s (%s, %s): %q", in.Spec.Name, in.Spec.Kind, in.Spec.When(), oneLine(what, 80))
+		switch {
+		case in.Paused:
+			line += " — paused"
+		case in.Done:
+			line += " — finished"
+		case !in.Next.IsZero():
+			line += " — next " + in.Next.Format("Mon 2006-01-02 15:04 MST")
+		}
+		if cfgHere {
+			line += " [config.yaml; cannot be cancelled here]"
+		}
+		lines = append(lines, line)
+	}
+	if len(lines) == 0 {
+		return "No jobs are scheduled for this chat.", nil
+	}
+	return "Jobs of this chat:\n" + strings.Join(lines, "\n"), nil
+}
+
+func (t *ScheduleTool) cancel(ctx context.Context, ci agent.CallInfo, name string) (string, error) {
+	if strings.TrimSpace(name) == "" {
+		return "", errors.New("schedule: cancel needs the job's name (use action list)")
+	}
+	s, src, err := t.jobs.spec(ctx, name)
+	if err != nil {
+		return "", fmt.Errorf("schedule: %w", err)
+	}
+	if src == SourceConfig {
+		return "", fmt.Errorf("schedule: %q: %w; only an operator can remove it", name, ErrConfigJob)
+	}
+	if s.CreatedBy != ci.SessionKey {
+		return "", fmt.Errorf("schedule: %q: %w in this chat", name, ErrNoSuchJob)
+	}
+	if err := t.jobs.Delete(ctx, name); err != nil {
+		return "", fmt.Errorf("schedule: %w", err)
+	}
+	return fmt.Sprintf("Cancelled %q.", name), nil
+}
+
+// SendMessageTool is the `send_message` tool: send text to a target the
+// calling persona may reach.
+type SendMessageTool struct {
+	out     Deliverer
+	sent    *SentLog
+	allowed func(ctx context.Context, ci agent.CallInfo, target string) bool
+	log     *slog.Logger
+}
+
+// NewSendMessageTool returns the send_message tool. allowed decides which
+// targets a turn may reach; nil allows the calling chat and, in a job's turn,
+// the job's deliver_to targets (looked up in jobs, which may be nil).
+func NewSendMessageTool(out Deliverer, sent *SentLog, jobs *Jobs, allowed func(ctx context.Context, ci agent.CallInfo, target string) bool) *SendMessageTool {
+	if sent == nil {
+		sent = NewSentLog(0)
+	}
+	log := slog.New(slog.DiscardHandler)
+	if jobs != nil {
+		log = jobs.log
+	}
+	if allowed == nil {
+		allowed = func(ctx context.Context, ci agent.CallInfo, target string) bool {
+			if target == ci.SessionKey {
+				return true
+			}
+			if ci.JobName == "" || jobs == nil {
+				return false
+			}
+			s, _, err := jobs.spec(ctx, ci.JobName)
+			return err == nil && slices.Contains(s.DeliverTo, target)
+		}
+	}
+	return &SendMessageTool{out: out, sent: sent, allowed: allowed, log: log}
+}
+
+var _ agent.Tool = (*SendMessageTool)(nil)
+
+// Name is "send_message".
+func (*SendMessageTool) Name() string { return "send_message" }
+
+// Description tells the model what the tool does.
+func (*SendMessageTool) Description() string {
+	return "Send a message to a chat you are allowed to reach, addressed as <channel>:<chat_id>[:<thread_id>] " +
+		"(e.g. slack:C0123). Without target it goes to the current chat. Do not repeat the same text in your final answer."
+}
+
+// Schema is the JSON Schema of the arguments.
+func (*SendMessageTool) Schema() json.RawMessage {
+	return json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "target": {"type": "string", "description": "<channel>:<chat_id>[:<thread_id>]; default the current chat"},
+    "text":   {"type": "string", "minLength": 1}
+  },
+  "required": ["text"],
+  "additionalProperties": false
+}`)
+}
+
+// Call sends the message.
+func (t *SendMessageTool) Call(ctx context.Context, raw json.RawMessage) (string, error) {
+	var a struct {
+		Target string `json:"target"`
+		Text   string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return "", fmt.Errorf("send_message: bad arguments: %w", err)
+	}
+	ci, _ := agent.CallInfoFrom(ctx)
+	target := strings.TrimSpace(a.Target)
+	if target == "" {
+		target = ci.SessionKey
+	}
+	if strings.TrimSpace(a.Text) == "" {
+		return "", errors.New("send_message: text is empty")
+	}
+	tgt, ok := channels.ParseTarget(target)
+	if !ok || !deliverable(target) {
+		return "", fmt.Errorf("send_message: %q is not a chat address such as telegram:12345", target)
+	}
+	if !t.allowed(ctx, ci, target) {
+		return "", fmt.Errorf("send_message: you are not allowed to send to %s", target)
+	}
+	if t.out == nil {
+		return "", errors.New("send_message: no outbound path configured")
+	}
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%s|%s", target, a.Text)
+	turnID := fmt.Sprintf("send-%s-%x", ci.TurnID, h.Sum64())
+	if ci.TurnID == "" {
+		turnID = ""
+	}
+	ids, err := t.out.Deliver(ctx, tgt, turnID, a.Text)
+	if err != nil {
+		return "", fmt.Errorf("send_message to %s: %w", target, err)
+	}
+	if len(ids) == 0 {
+		return "", fmt.Errorf("send_message to %s: the platform returned no message id", target)
+	}
+	t.sent.Record(SentEntry{TurnID: ci.TurnID, SessionKey: ci.SessionKey, Target: target, Text: a.Text, MessageIDs: ids})
+	t.log.Info("send_message delivered", slog.String("target", target), slog.String("session", ci.SessionKey))
+	return fmt.Sprintf("Sent to %s (message id %s).", target, strings.Join(ids, ",")), nil
+}

@@ -1,0 +1,778 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// envOf returns an EnvFunc backed by a map.
+func envOf(m map[string]string) EnvFunc {
+	return func(k string) (string, bool) {
+		v, ok := m[k]
+		return v, ok
+	}
+}
+
+var emptyEnv = envOf(nil)
+
+func mustParse(t *testing.T, yaml string, env EnvFunc) *Config {
+	t.Helper()
+	c, err := Parse("config.yaml", []byte(yaml), env)
+	if err != nil {
+		t.Fatalf("Parse: %v\ninput:\n%s", err, yaml)
+	}
+	return c
+}
+
+func parseErr(t *testing.T, yaml string, env EnvFunc) string {
+	t.Helper()
+	_, err := Parse("config.yaml", []byte(yaml), env)
+	if err == nil {
+		t.Fatalf("Parse succeeded, want an error\ninput:\n%s", yaml)
+	}
+	return err.Error()
+}
+
+// stripSource drops what Parse adds beyond the values.
+func stripSource(c *Config) *Config {
+	cp := *c
+	cp.Path = ""
+	cp.src = nil
+	return &cp
+}
+
+func TestRepoConfigLoadsAsDefault(t *testing.T) {
+	data, err := os.ReadFile("../../config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Parse("../../config.yaml", data, emptyEnv)
+	if err != nil {
+		t.Fatalf("the shipped config.yaml does not load with an empty environment: %v", err)
+	}
+	if c.Path != "../../config.yaml" {
+		t.Errorf("Path = %q", c.Path)
+	}
+	if got, want := stripSource(c), Default(); !reflect.DeepEqual(got, want) {
+		gy, _ := got.RedactedYAML()
+		wy, _ := want.RedactedYAML()
+		t.Fatalf("config.yaml differs from Default()\nconfig.yaml:\n%s\nDefault():\n%s", gy, wy)
+	}
+	// Every key of the schema is written in the shipped file.
+	for _, k := range leafKeys(reflectTypeOfConfig(), "") {
+		if !c.src.present[k] {
+			t.Errorf("config.yaml does not mention %s", k)
+		}
+	}
+}
+
+func reflectTypeOfConfig() reflect.Type { return reflect.TypeFor[Config]() }
+
+// leafKeys lists every dotted key of the schema that holds a value
+// (lists, maps and jobs count as one key).
+func leafKeys(t reflect.Type, prefix string) []string {
+	var out []string
+	names, index := yamlFields(t)
+	for _, n := range names {
+		f := t.Field(index[n])
+		k := joinKey(prefix, n)
+		if f.Type.Kind() == reflect.Struct && f.Type != secretType {
+			out = append(out, leafKeys(f.Type, k)...)
+			continue
+		}
+		out = append(out, k)
+	}
+	return out
+}
+
+func TestDefaultEveryKey(t *testing.T) {
+	want := map[string]string{
+		"bot.name":                          "Switchboard",
+		"bot.data_dir":                      "./data",
+		"bot.timezone":                      "Local",
+		"bot.admins":                        "[]",
+		"llm.base_url":                      "",
+		"llm.api_key":                       "",
+		"llm.model":                         "gpt-4o-mini",
+		"llm.temperature":                   "0.7",
+		"llm.max_tokens":                    "4096",
+		"llm.timeout":                       "2m",
+		"llm.max_retries":                   "3",
+		"llm.tool_protocol":                 "auto",
+		"agent.max_iterations":              "25",
+		"agent.max_tool_calls":              "25",
+		"agent.tool_retries":                "3",
+		"agent.tool_retry_delay":            "1s",
+		"agent.tool_timeout":                "30s",
+		"agent.observation_max_len":         "4000",
+		"agent.max_history":                 "40",
+		"agent.token_budget":                "0",
+		"agent.max_concurrent_turns":        "16",
+		"agent.turn_timeout":                "5m",
+		"agent.tools":                       "[current_time, web_fetch, memory, schedule, send_message]",
+		"agent.web_fetch.allow_domains":     "[]",
+		"agent.web_fetch.max_bytes":         "1048576",
+		"agent.web_fetch.allow_private":     "false",
+		"personas.dir":                      "./personas",
+		"personas.default":                  "assistant",
+		"personas.by_target":                "{}",
+		"personas.by_channel":               "{}",
+		"access.mode":                       "pairing",
+		"access.allow_from":                 "[]",
+		"access.groups":                     "mention",
+		"access.allow_bots":                 "false",
+		"channels.console.enabled":          "true",
+		"channels.telegram.enabled":         "false",
+		"channels.telegram.token":           "",
+		"channels.telegram.api_url":         "",
+		"channels.telegram.mode":            "polling",
+		"channels.telegram.webhook_url":     "",
+		"channels.telegram.webhook_secret":  "",
+		"channels.telegram.edit_interval":   "1s",
+		"channels.telegram.max_media_bytes": "10485760",
+		"channels.discord.enabled":          "false",
+		"channels.discord.token":            "",
+		"channels.discord.api_url":          "",
+		"channels.discord.gateway_url":      "",
+		"channels.discord.guilds":           "[]",
+		"channels.discord.edit_interval":    "1s",
+		"channels.discord.max_media_bytes":  "10485760",
+		"channels.slack.enabled":            "false",
+		"channels.slack.bot_token":          "",
+		"channels.slack.app_token":          "",
+		"channels.slack.mode":               "socket",
+		"channels.slack.signing_secret":     "",
+		"channels.slack.api_url":            "",
+		"channels.slack.thread_replies":     "true",
+		"channels.slack.edit_interval":      "1s",
+		"channels.slack.max_media_bytes":    "10485760",
+		"heartbeat.enabled":                 "false",
+		"heartbeat.schedule":                "0 * * * *",
+		"heartbeat.active_hours":            "09:00-21:00",
+		"heartbeat.idle_after":              "4h",
+		"heartbeat.max_per_day":             "2",
+		"heartbeat.targets":                 "[]",
+		"jobs":                              "[]",
+		"server.listen":                     "127.0.0.1:8787",
+		"server.admin_token":                "",
+		"log.level":                         "info",
+		"log.format":                        "text",
+		"retention.dedup_ttl":               "168h",
+		"retention.audit_max_age":           "2160h",
+		"retention.audit_max_records":       "100000",
+		"retention.runs_per_job":            "100",
+	}
+	keys := leafKeys(reflectTypeOfConfig(), "")
+	for _, k := range keys {
+		if _, ok := want[k]; !ok {
+			t.Errorf("schema key %s has no expected default in this test", k)
+		}
+	}
+	// The defaults are the same whether built in code or parsed from an
+	// empty file with an empty environment.
+	parsed := mustParse(t, "", emptyEnv)
+	for _, c := range []*Config{Default(), parsed} {
+		for k, w := range want {
+			got, err := Get(c, k)
+			if err != nil {
+				t.Errorf("Get(%s): %v", k, err)
+				continue
+			}
+			if got != w {
+				t.Errorf("default %s = %q, want %q", k, got, w)
+			}
+		}
+	}
+	if err := Default().Validate(); err != nil {
+		t.Errorf("Default() does not validate: %v", err)
+	}
+	// Defaults are fresh each call: mutating one never leaks into the next.
+	d := Default()
+	d.Agent.Tools[0] = "mutated"
+	d.Personas.ByTarget["x"] = "y"
+	if Default().Agent.Tools[0] != "current_time" || len(Default().Personas.ByTarget) != 0 {
+		t.Error("Default() shares mutable state between calls")
+	}
+}
+
+func TestDefaultJobFields(t *testing.T) {
+	c := mustParse(t, `
+jobs:
+  - name: daily
+    schedule: "0 9 * * *"
+    prompt: Summarize.
+    deliver_to: ["telegram:1"]
+`, emptyEnv)
+	j := c.Jobs[0]
+	if j.Kind != "task" || j.Misfire != "skip" || j.Grace != 5*time.Minute || j.Timezone != "" {
+		t.Errorf("job defaults = kind %q misfire %q grace %v tz %q", j.Kind, j.Misfire, j.Grace, j.Timezone)
+	}
+}
+
+func TestLoadMissingFileIsDefaultWithEnv(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "sk-from-env")
+	t.Setenv("OPENAI_BASE_URL", "")
+	t.Setenv("TELEGRAM_BOT_TOKEN", "")
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	c, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Path != path {
+		t.Errorf("Path = %q, want %q", c.Path, path)
+	}
+	if c.LLM.APIKey.Value() != "sk-from-env" {
+		t.Errorf("a missing file must still read OPENAI_API_KEY; got set=%v", c.LLM.APIKey.IsSet())
+	}
+	c.LLM.APIKey = Secret{}
+	if !reflect.DeepEqual(stripSource(c), Default()) {
+		t.Error("missing file: values differ from Default()")
+	}
+}
+
+func TestLoadReadsFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "switchboard.yaml")
+	if err := os.WriteFile(path, []byte("llm:\n  model: llama3\n  temperatur: 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(path)
+	if err == nil || !strings.Contains(err.Error(), path+`:3: unknown key "temperatur" in llm (did you mean "temperature"?)`) {
+		t.Fatalf("err = %v", err)
+	}
+	if err := os.WriteFile(path, []byte("llm:\n  model: llama3\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(path)
+	if err != nil || c.LLM.Model != "llama3" {
+		t.Fatalf("Load = %v, %v", c, err)
+	}
+}
+
+func TestEnvExpansion(t *testing.T) {
+	env := envOf(map[string]string{
+		"MODEL":  "llama3.1",
+		"EMPTY":  "",
+		"N":      "7",
+		"YAMLY":  "x: [1, 2]\n- injected",
+		"HOST":   "127.0.0.1",
+		"PORT":   "9000",
+		"TOKEN1": "tg-123",
+	})
+	tests := []struct {
+		name  string
+		yaml  string
+		key   string
+		want  string
+		check func(*Config) bool
+	}{
+		{"plain var", "llm:\n  model: ${MODEL}\n", "llm.model", "llama3.1", nil},
+		{"default unused", "llm:\n  model: ${MODEL:-gpt-4o}\n", "llm.model", "llama3.1", nil},
+		{"default when unset", "llm:\n  model: ${NOPE:-gpt-4o}\n", "llm.model", "gpt-4o", nil},
+		{"default when empty", "llm:\n  model: ${EMPTY:-gpt-4o}\n", "llm.model", "gpt-4o", nil},
+		{"missing optional is empty", "llm:\n  base_url: ${NOPE}\n", "llm.base_url", "", nil},
+		{"inside a string", "server:\n  listen: ${HOST}:${PORT}\n", "server.listen", "127.0.0.1:9000", nil},
+		{"typed int", "agent:\n  max_iterations: ${N}\n", "agent.max_iterations", "7", nil},
+		{"typed int default", "agent:\n  max_history: ${NOPE:-12}\n", "agent.max_history", "12", nil},
+		{"typed duration default", "llm:\n  timeout: ${NOPE:-45s}\n", "llm.timeout", "45s", nil},
+		{"escaped", "bot:\n  name: $${NOT_A_VAR}\n", "bot.name", "${NOT_A_VAR}", nil},
+		{"lone dollar kept", "bot:\n  name: Price $5\n", "bot.name", "Price $5", nil},
+		{"value cannot inject YAML", "bot:\n  name: ${YAMLY}\n", "bot.name", "x: [1, 2]\n- injected", nil},
+		{"list items", "agent:\n  tools: [\"${T:-memory}\", current_time]\n", "agent.tools", "[memory, current_time]", nil},
+		{"secret from env", "channels:\n  telegram:\n    enabled: true\n    token: ${TOKEN1}\n", "", "", func(c *Config) bool {
+			return c.Channels.Telegram.Token.Value() == "tg-123"
+		}},
+		{"env default key absent from file", "llm:\n  model: x\n", "", "", func(c *Config) bool {
+			return !c.LLM.APIKey.IsSet()
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := mustParse(t, tt.yaml, env)
+			if tt.check != nil {
+				if !tt.check(c) {
+					t.Error("check failed")
+				}
+				return
+			}
+			got, err := Get(c, tt.key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.want {
+				t.Errorf("%s = %q, want %q", tt.key, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestEnvBackedDefaults(t *testing.T) {
+	env := envOf(map[string]string{
+		"OPENAI_API_KEY": "sk-1", "OPENAI_BASE_URL": "http://127.0.0.1:11434/v1",
+		"TELEGRAM_BOT_TOKEN": "tg", "DISCORD_BOT_TOKEN": "dc",
+		"SLACK_BOT_TOKEN": "xoxb", "SLACK_APP_TOKEN": "xapp", "SLACK_SIGNING_SECRET": "sig",
+	})
+	c := mustParse(t, "channels:\n  telegram: {enabled: true}\n  discord: {enabled: true}\n  slack: {enabled: true}\n", env)
+	got := []string{c.LLM.APIKey.Value(), c.LLM.BaseURL, c.Channels.Telegram.Token.Value(), c.Channels.Discord.Token.Value(),
+		c.Channels.Slack.BotToken.Value(), c.Channels.Slack.AppToken.Value(), c.Channels.Slack.SigningSecret.Value()}
+	want := []string{"sk-1", "http://127.0.0.1:11434/v1", "tg", "dc", "xoxb", "xapp", "sig"}
+	if !slices.Equal(got, want) {
+		t.Errorf("env-backed defaults = %v, want %v", got, want)
+	}
+	// A key written in the file wins over the environment default.
+	c = mustParse(t, "llm:\n  api_key: \"\"\n", env)
+	if c.LLM.APIKey.IsSet() {
+		t.Error("llm.api_key: \"\" in the file must not be replaced by OPENAI_API_KEY")
+	}
+}
+
+func TestEnvExpansionErrors(t *testing.T) {
+	tests := []struct{ name, yaml, want string }{
+		{"unterminated", "llm:\n  model: ${MODEL\n", `config.yaml:2: llm.model: unterminated "${"`},
+		{"bad name", "llm:\n  model: ${MO DEL}\n", `config.yaml:2: llm.model: invalid variable name "MO DEL"`},
+		{"int from env not a number", "agent:\n  max_history: ${NOPE:-many}\n", `config.yaml:2: agent.max_history: expected an integer, got "${NOPE:-many}"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := parseErr(t, tt.yaml, emptyEnv); !strings.Contains(got, tt.want) {
+				t.Errorf("error %q does not contain %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestMissingRequiredSecret(t *testing.T) {
+	tests := []struct{ name, yaml, want string }{
+		{"telegram token from default env", "channels:\n  telegram:\n    enabled: true\n",
+			"config.yaml:2: channels.telegram.token is empty: set TELEGRAM_BOT_TOKEN (channels.telegram is enabled)"},
+		{"telegram token referenced", "channels:\n  console:\n    enabled: true\n  telegram:\n    enabled: true\n    token: ${TELEGRAM_BOT_TOKEN}\n",
+			"config.yaml:6: channels.telegram.token is empty: set TELEGRAM_BOT_TOKEN (channels.telegram is enabled)"},
+		{"custom variable name", "channels:\n  telegram:\n    enabled: true\n    token: ${MY_TG}\n",
+			"config.yaml:4: channels.telegram.token is empty: set MY_TG (channels.telegram is enabled)"},
+		{"discord", "channels:\n  discord: {enabled: true, token: \"${DISCORD_BOT_TOKEN}\"}\n",
+			"config.yaml:2: channels.discord.token is empty: set DISCORD_BOT_TOKEN (channels.discord is enabled)"},
+		{"slack bot token", "channels:\n  slack:\n    enabled: true\n",
+			"channels.slack.bot_token is empty: set SLACK_BOT_TOKEN"},
+		{"slack socket needs app token", "channels:\n  slack:\n    enabled: true\n    bot_token: xoxb-1\n    app_token: ${SLACK_APP_TOKEN}\n",
+			"config.yaml:5: channels.slack.app_token is empty: set SLACK_APP_TOKEN (channels.slack.mode is socket)"},
+		{"slack http needs signing secret", "channels:\n  slack:\n    enabled: true\n    bot_token: xoxb-1\n    mode: http\n",
+			"config.yaml:2: channels.slack.signing_secret is empty: set SLACK_SIGNING_SECRET (channels.slack.mode is http)"},
+		{"literal empty", "channels:\n  telegram:\n    enabled: true\n    token: \"\"\n",
+			"config.yaml:4: channels.telegram.token is empty: give it a value, e.g. token: ${TELEGRAM_BOT_TOKEN} (channels.telegram is enabled)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := parseErr(t, tt.yaml, emptyEnv); !strings.Contains(got, tt.want) {
+				t.Errorf("error:\n  %s\nwant it to contain:\n  %s", got, tt.want)
+			}
+		})
+	}
+	// Disabled channels need nothing.
+	mustParse(t, "channels:\n  telegram:\n    enabled: false\n    token: ${MISSING}\n", emptyEnv)
+}
+
+func TestUnknownKey(t *testing.T) {
+	tests := []struct{ name, yaml, want string }{
+		{"typo in section", "bot:\n  name: x\nllm:\n  modle: gpt-4o\n", `config.yaml:4: unknown key "modle" in llm (did you mean "model"?)`},
+		{"top level", "\n\nlmm:\n  model: x\n", `config.yaml:3: unknown key "lmm" at the top level (did you mean "llm"?)`},
+		{"nested", "channels:\n  telegram:\n    enabled: false\n    tokn: x\n", `config.yaml:4: unknown key "tokn" in channels.telegram (did you mean "token"?)`},
+		{"flow mapping", "log: {level: info, fromat: json}\n", `config.yaml:1: unknown key "fromat" in log (did you mean "format"?)`},
+		{"job", "jobs:\n  - name: a\n    shedule: \"@daily\"\n", `config.yaml:3: unknown key "shedule" in jobs[0] (did you mean "schedule"?)`},
+		{"far from everything", "log:\n  colour: red\n", `config.yaml:2: unknown key "colour" in log (known keys: level, format)`},
+		{"duplicate", "llm:\n  model: a\n  model: b\n", `config.yaml:3: llm.model is set twice (first on line 2)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := parseErr(t, tt.yaml, emptyEnv); !strings.Contains(got, tt.want) {
+				t.Errorf("error:\n  %s\nwant it to contain:\n  %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestWrongType(t *testing.T) {
+	tests := []struct{ name, yaml, want string }{
+		{"int", "agent:\n  max_iterations: lots\n", `config.yaml:2: agent.max_iterations: expected an integer, got "lots"`},
+		{"bool", "channels:\n  console:\n    enabled: maybe\n", `config.yaml:3: channels.console.enabled: expected true or false, got "maybe"`},
+		{"duration without unit", "llm:\n  timeout: 30\n", `config.yaml:2: llm.timeout: expected a duration such as 30s, 5m, 4h or 7d, got "30"`},
+		{"float", "llm:\n  temperature: warm\n", `config.yaml:2: llm.temperature: expected a number, got "warm"`},
+		{"list given a scalar", "agent:\n  tools: memory\n", `config.yaml:2: agent.tools: expected a list, got a scalar`},
+		{"section given a list", "bot:\n  - a\n", `config.yaml:2: bot: expected a mapping of keys, got a list`},
+		{"string given a mapping", "llm:\n  model:\n    name: x\n", `config.yaml:3: llm.model: expected a string, got a mapping`},
+		{"map given a list", "personas:\n  by_target: [a]\n", `config.yaml:2: personas.by_target: expected a mapping (key: value), got a list`},
+		{"secret given a list", "llm:\n  api_key: [a]\n", `config.yaml:2: llm.api_key: expected a string, got a list`},
+		{"top level scalar", "hello\n", `config.yaml:1: the top level must be a mapping`},
+		{"syntax", "llm:\n  model: [gpt\n  x: y\n", `config.yaml:`},
+		{"second document", "llm: {}\n---\nbot: {}\n", `a second YAML document is not allowed`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := parseErr(t, tt.yaml, emptyEnv); !strings.Contains(got, tt.want) {
+				t.Errorf("error:\n  %s\nwant it to contain:\n  %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestSyntaxErrorHasLine(t *testing.T) {
+	got := parseErr(t, "bot:\n  name: x\n   bad: indent\n", emptyEnv)
+	if !strings.HasPrefix(got, "config.yaml:3: invalid YAML: ") {
+		t.Errorf("error = %q", got)
+	}
+}
+
+func TestSeveralErrorsReportedTogether(t *testing.T) {
+	got := parseErr(t, "llm:\n  modle: x\nagent:\n  max_iterations: lots\n", emptyEnv)
+	for _, w := range []string{"config.yaml:2: unknown key", "config.yaml:4: agent.max_iterations"} {
+		if !strings.Contains(got, w) {
+			t.Errorf("error %q misses %q", got, w)
+		}
+	}
+	var ce *Error
+	_, err := Parse("config.yaml", []byte("llm:\n  modle: x\n"), emptyEnv)
+	if !errors.As(err, &ce) || ce.Line != 2 || ce.Key != "llm.modle" {
+		t.Errorf("errors.As(*Error) = %+v", ce)
+	}
+}
+
+const validJobs = `
+jobs:
+  - name: morning-report
+    schedule: "0 9 * * 1-5"
+    timezone: Europe/Berlin
+    kind: task
+    persona: reporter
+    prompt: Summarize yesterday.
+    deliver_to: ["slack:C0123", "telegram:-100123:7"]
+    misfire: run_once
+    grace: 1h
+  - name: pay_rent
+    at: 2030-01-31T09:00:00+01:00
+    kind: reminder
+    text: Pay the rent.
+    deliver_to: [discord:987654321]
+  - name: ping
+    schedule: "@every 30m"
+    prompt: ping
+    deliver_to: [console:local]
+  - name: seconds
+    schedule: "30 0 9 * * *"
+    prompt: hi
+    deliver_to: [telegram:1]
+`
+
+func TestValidConfigAccepted(t *testing.T) {
+	c := mustParse(t, `
+bot:
+  timezone: America/New_York
+  admins: ["telegram:user:42", "slack:C0123"]
+llm:
+  base_url: http://127.0.0.1:11434/v1
+  temperature: 0
+  tool_protocol: json
+agent:
+  tool_retries: 0
+  token_budget: 20000
+  turn_timeout: 1d12h
+  web_fetch: {allow_domains: [example.com, docs.go.dev], allow_private: true}
+personas:
+  by_target: {"slack:C0123:1700000000.000100": reporter}
+  by_channel: {discord: buddy}
+access: {mode: allowlist, allow_from: ["discord:user:9", "telegram:12345"], groups: all, allow_bots: true}
+channels:
+  telegram: {enabled: true, token: t, mode: webhook, webhook_url: "https://bot.example.com/tg", api_url: "http://127.0.0.1:8081"}
+  discord: {enabled: true, token: d, api_url: "http://127.0.0.1:9001", gateway_url: "ws://127.0.0.1:9001/gw", guilds: ["123"]}
+  slack: {enabled: true, bot_token: b, mode: http, signing_secret: s, api_url: "http://127.0.0.1:9002/api/", thread_replies: false}
+heartbeat: {enabled: true, schedule: "@hourly", active_hours: "22:00-06:00", targets: ["telegram:1"]}
+server: {listen: ":8787"}
+log: {level: debug, format: json}
+retention: {dedup_ttl: 7d, audit_max_age: 0s, audit_max_records: 0}
+`+validJobs, emptyEnv)
+	if c.Agent.TurnTimeout != 36*time.Hour {
+		t.Errorf("turn_timeout 1d12h = %v", c.Agent.TurnTimeout)
+	}
+	if c.Retention.DedupTTL != 7*24*time.Hour {
+		t.Errorf("dedup_ttl 7d = %v", c.Retention.DedupTTL)
+	}
+	if loc := c.Bot.Location(); loc.String() != "America/New_York" {
+		t.Errorf("Location = %v", loc)
+	}
+	if len(c.Jobs) != 4 || c.Jobs[1].Kind != "reminder" || c.Jobs[0].Grace != time.Hour {
+		t.Errorf("jobs = %+v", c.Jobs)
+	}
+	if at, ok := c.Jobs[1].AtTime(); !ok || at.UTC().Hour() != 8 {
+		t.Errorf("AtTime = %v %v", at, ok)
+	}
+	if c.Jobs[0].Location(time.UTC).String() != "Europe/Berlin" || c.Jobs[2].Location(time.UTC) != time.UTC {
+		t.Error("Job.Location")
+	}
+	if c.Log.SlogLevel().String() != "DEBUG" {
+		t.Error("SlogLevel")
+	}
+}
+
+func TestSemanticErrors(t *testing.T) {
+	job := func(extra string) string {
+		return "jobs:\n  - name: j\n    schedule: \"@daily\"\n    prompt: p\n    deliver_to: [telegram:1]\n" + extra
+	}
+	tests := []struct{ name, yaml, want string }{
+		{"timezone", "bot:\n  timezone: Mars/Olympus\n", `config.yaml:2: bot.timezone: unknown time zone "Mars/Olympus"`},
+		{"admin address", "bot:\n  admins: [\"bob\"]\n", `config.yaml:2: bot.admins[0]: "bob" is neither a user id`},
+		{"base_url", "llm:\n  base_url: localhost:11434\n", `config.yaml:2: llm.base_url: "localhost:11434" must be an absolute http:// or https:// URL`},
+		{"base_url hides password", "llm:\n  base_url: \"ftp://user:hunter2@host/v1\"\n", `ftp://redacted@host/v1`},
+		{"temperature", "llm:\n  temperature: 3\n", `config.yaml:2: llm.temperature: must be between 0 and 2, got 3`},
+		{"max_tokens", "llm:\n  max_tokens: 0\n", `config.yaml:2: llm.max_tokens: must be a positive integer, got 0`},
+		{"timeout", "llm:\n  timeout: -5s\n", `config.yaml:2: llm.timeout: must be a positive duration`},
+		{"max_retries", "llm:\n  max_retries: -1\n", `config.yaml:2: llm.max_retries: must be 0 or more, got -1`},
+		{"tool_protocol", "llm:\n  tool_protocol: xml\n", `config.yaml:2: llm.tool_protocol: must be one of native | json | auto, got "xml"`},
+		{"max_iterations", "agent:\n  max_iterations: 0\n", `config.yaml:2: agent.max_iterations: must be a positive integer`},
+		{"max_concurrent_turns", "agent:\n  max_concurrent_turns: -2\n", `agent.max_concurrent_turns: must be a positive integer`},
+		{"token_budget", "agent:\n  token_budget: -1\n", `agent.token_budget: must be 0 or more`},
+		{"tool name", "agent:\n  tools: [current_time, Web Fetch]\n", `config.yaml:2: agent.tools[1]: tool name "Web Fetch"`},
+		{"tool twice", "agent:\n  tools: [memory, memory]\n", `agent.tools[1]: tool "memory" is listed twice`},
+		{"allow_domains", "agent:\n  web_fetch:\n    allow_domains: [\"https://x.com\"]\n", `agent.web_fetch.allow_domains[0]: "https://x.com" must be a bare host name`},
+		{"web_fetch.max_bytes", "agent:\n  web_fetch: {max_bytes: 0}\n", `agent.web_fetch.max_bytes: must be a positive integer`},
+		{"persona default", "personas:\n  default: Assistant\n", `config.yaml:2: personas.default: persona name "Assistant" must use only a-z`},
+		{"by_target key", "personas:\n  by_target:\n    slack: reporter\n", `config.yaml:3: personas.by_target.slack: "slack" is not a target`},
+		{"by_target channel", "personas:\n  by_target:\n    irc:#go: reporter\n", `unknown channel "irc"`},
+		{"by_channel", "personas:\n  by_channel: {matrix: buddy}\n", `personas.by_channel.matrix: unknown channel "matrix"`},
+		{"access mode", "access:\n  mode: closed\n", `config.yaml:2: access.mode: must be one of open | allowlist | pairing, got "closed"`},
+		{"access groups", "access:\n  groups: some\n", `access.groups: must be one of mention | all | off`},
+		{"allow_from", "access:\n  allow_from: [\"telegram:user:\"]\n", `access.allow_from[0]: "telegram:user:" is neither a user id`},
+		{"telegram mode", "channels:\n  telegram: {mode: push}\n", `channels.telegram.mode: must be one of polling | webhook, got "push"`},
+		{"webhook needs url", "channels:\n  telegram: {enabled: true, token: t, mode: webhook}\n", `channels.telegram.webhook_url is empty: webhook mode needs`},
+		{"webhook needs server", "channels:\n  telegram: {enabled: true, token: t, mode: webhook, webhook_url: \"https://x/y\"}\nserver: {listen: \"\"}\n", `server.listen is empty: channels.telegram.mode webhook needs the HTTP server`},
+		{"telegram api_url", "channels:\n  telegram: {api_url: \"127.0.0.1:8081\"}\n", `channels.telegram.api_url: "127.0.0.1:8081" must be an absolute`},
+		{"discord api_url path", "channels:\n  discord: {api_url: \"http://127.0.0.1:9001/api/v9\"}\n", `channels.discord.api_url: must be scheme, host and port only`},
+		{"discord gateway", "channels:\n  discord: {gateway_url: \"http://x\"}\n", `channels.discord.gateway_url: "http://x" must be an absolute ws:// or wss:// URL`},
+		{"discord guild", "channels:\n  discord: {guilds: [abc]}\n", `channels.discord.guilds[0]: guild id "abc" must be a numeric snowflake`},
+		{"slack mode", "channels:\n  slack: {mode: rtm}\n", `channels.slack.mode: must be one of socket | http, got "rtm"`},
+		{"slack api_url slash", "channels:\n  slack: {api_url: \"http://127.0.0.1:9002/api\"}\n", `channels.slack.api_url: must end with "/"`},
+		{"slack http needs server", "channels:\n  slack: {enabled: true, bot_token: b, mode: http, signing_secret: s}\nserver: {listen: \"\"}\n", `server.listen is empty: channels.slack.mode http needs the HTTP server`},
+		{"edit_interval", "channels:\n  slack: {edit_interval: -1s}\n", `channels.slack.edit_interval: must not be negative`},
+		{"max_media_bytes", "channels:\n  telegram: {max_media_bytes: -1}\n", `channels.telegram.max_media_bytes: must be 0 or more`},
+		{"cron fields", "heartbeat:\n  schedule: \"0 * * *\"\n", `config.yaml:2: heartbeat.schedule: invalid cron spec "0 * * *"`},
+		{"cron range", "heartbeat:\n  schedule: \"61 * * * *\"\n", `heartbeat.schedule: invalid cron spec "61 * * * *"`},
+		{"cron descriptor", "heartbeat:\n  schedule: \"@sometimes\"\n", `heartbeat.schedule: invalid cron spec "@sometimes"`},
+		{"cron TZ prefix", "heartbeat:\n  schedule: \"TZ=UTC\"\n", `heartbeat.schedule: cron spec "TZ=UTC": set the time zone with the timezone key`},
+		{"heartbeat enabled empty schedule", "heartbeat: {enabled: true, schedule: \"\"}\n", `heartbeat.schedule is empty: heartbeat is enabled`},
+		{"active_hours form", "heartbeat:\n  active_hours: 9-21\n", `config.yaml:2: heartbeat.active_hours: "9-21" must be HH:MM-HH:MM`},
+		{"active_hours equal", "heartbeat:\n  active_hours: \"09:00-09:00\"\n", `start and end are equal`},
+		{"max_per_day", "heartbeat:\n  max_per_day: 0\n", `heartbeat.max_per_day: must be a positive integer`},
+		{"heartbeat target", "heartbeat:\n  targets: [\"irc:x\"]\n", `heartbeat.targets[0]: "irc:x": unknown channel "irc"`},
+		{"job name pattern", "jobs:\n  - name: Daily Report\n    schedule: \"@daily\"\n    prompt: p\n    deliver_to: [telegram:1]\n", `config.yaml:2: jobs[0].name: job name "Daily Report" must use only a-z`},
+		{"job name empty", "jobs:\n  - schedule: \"@daily\"\n    prompt: p\n    deliver_to: [telegram:1]\n", `config.yaml:2: jobs[0].name is empty`},
+		{"job name unique", job("  - name: j\n    schedule: \"@daily\"\n    prompt: p\n    deliver_to: [telegram:1]\n"), `config.yaml:6: jobs[1].name: job name "j" is already used by jobs[0]`},
+		{"job schedule xor at both", job("    at: 2030-01-01T00:00:00Z\n"), `config.yaml:6: jobs[0].at: set either schedule or at, not both`},
+		{"job schedule xor at none", "jobs:\n  - name: j\n    prompt: p\n    deliver_to: [telegram:1]\n", `config.yaml:2: jobs[0] needs schedule (cron) or at`},
+		{"job cron", "jobs:\n  - name: j\n    schedule: \"every day\"\n    prompt: p\n    deliver_to: [telegram:1]\n", `config.yaml:3: jobs[0].schedule: invalid cron spec "every day"`},
+		{"job at", "jobs:\n  - name: j\n    at: tomorrow 9am\n    prompt: p\n    deliver_to: [telegram:1]\n", `config.yaml:3: jobs[0].at: "tomorrow 9am" is not an RFC 3339 time`},
+		{"job timezone", job("    timezone: Nowhere/Land\n"), `config.yaml:6: jobs[0].timezone: unknown time zone "Nowhere/Land"`},
+		{"job kind", job("    kind: alarm\n"), `jobs[0].kind: must be one of task | reminder, got "alarm"`},
+		{"task needs prompt", "jobs:\n  - name: j\n    schedule: \"@daily\"\n    deliver_to: [telegram:1]\n", `jobs[0].prompt is empty: a task job needs a prompt`},
+		{"reminder needs text", "jobs:\n  - name: j\n    kind: reminder\n    schedule: \"@daily\"\n    deliver_to: [telegram:1]\n", `jobs[0].text is empty: a reminder job needs text`},
+		{"job persona", job("    persona: \"Bad Name\"\n"), `jobs[0].persona: persona name "Bad Name"`},
+		{"deliver_to empty", "jobs:\n  - name: j\n    schedule: \"@daily\"\n    prompt: p\n    deliver_to: []\n", `config.yaml:5: jobs[0].deliver_to is empty`},
+		{"deliver_to address", "jobs:\n  - name: j\n    schedule: \"@daily\"\n    prompt: p\n    deliver_to: [\"telegram\"]\n", `config.yaml:5: jobs[0].deliver_to[0]: "telegram" is not a target`},
+		{"deliver_to user id", "jobs:\n  - name: j\n    schedule: \"@daily\"\n    prompt: p\n    deliver_to: [\"telegram:user:42\"]\n", `"telegram:user:42" is not a target`},
+		{"misfire", job("    misfire: always\n"), `jobs[0].misfire: must be one of skip | run_once, got "always"`},
+		{"grace", job("    grace: -1m\n"), `jobs[0].grace: must not be negative`},
+		{"listen", "server:\n  listen: localhost\n", `config.yaml:2: server.listen: "localhost" must be host:port`},
+		{"log level", "log: {level: verbose}\n", `config.yaml:1: log.level: must be one of debug | info | warn | error, got "verbose"`},
+		{"log format", "log: {format: xml}\n", `log.format: must be one of text | json`},
+		{"dedup_ttl", "retention: {dedup_ttl: 0s}\n", `retention.dedup_ttl: must be a positive duration`},
+		{"audit_max_records", "retention: {audit_max_records: -5}\n", `retention.audit_max_records: must be 0 or more`},
+		{"runs_per_job", "retention: {runs_per_job: 0}\n", `retention.runs_per_job: must be a positive integer`},
+		{"bot name", "bot: {name: \"\"}\n", `bot.name: must not be empty`},
+		{"model", "llm: {model: \"\"}\n", `llm.model: must not be empty`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := parseErr(t, tt.yaml, emptyEnv); !strings.Contains(got, tt.want) {
+				t.Errorf("error:\n  %s\nwant it to contain:\n  %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestValidateWithoutFile(t *testing.T) {
+	c := Default()
+	c.Agent.MaxIterations = 0
+	c.Channels.Discord.Enabled = true
+	err := c.Validate()
+	if err == nil {
+		t.Fatal("want errors")
+	}
+	for _, w := range []string{"config.yaml: agent.max_iterations: must be a positive integer", "config.yaml: channels.discord.token is empty: set DISCORD_BOT_TOKEN"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("%q misses %q", err, w)
+		}
+	}
+}
+
+func TestDurations(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want time.Duration
+		fmt  string
+	}{
+		{"90s", 90 * time.Second, "1m30s"},
+		{"7d", 7 * 24 * time.Hour, "168h"},
+		{"1d12h", 36 * time.Hour, "36h"},
+		{"1h30m", 90 * time.Minute, "1h30m"},
+		{"1.5s", 1500 * time.Millisecond, "1.5s"},
+		{"0s", 0, "0s"},
+	} {
+		got, err := ParseDuration(tt.in)
+		if err != nil || got != tt.want {
+			t.Errorf("ParseDuration(%q) = %v, %v", tt.in, got, err)
+		}
+		if f := FormatDuration(got); f != tt.fmt {
+			t.Errorf("FormatDuration(%v) = %q, want %q", got, f, tt.fmt)
+		}
+	}
+	for _, bad := range []string{"", "30", "d", "1.5d", "-1d", "1dx", "99999999999d", "5 min"} {
+		if _, err := ParseDuration(bad); err == nil {
+			t.Errorf("ParseDuration(%q) succeeded", bad)
+		}
+	}
+}
+
+func TestActiveHours(t *testing.T) {
+	s, e, err := ParseActiveHours("22:30-06:00")
+	if err != nil || s != 22*60+30 || e != 360 {
+		t.Fatalf("ParseActiveHours = %d %d %v", s, e, err)
+	}
+	for _, tt := range []struct {
+		m    int
+		want bool
+	}{{23 * 60, true}, {0, true}, {359, true}, {360, false}, {12 * 60, false}, {22*60 + 30, true}} {
+		if got := InActiveHours(s, e, tt.m); got != tt.want {
+			t.Errorf("InActiveHours(22:30-06:00, %d) = %v", tt.m, got)
+		}
+	}
+	s, e, _ = ParseActiveHours("09:00-21:00")
+	if !InActiveHours(s, e, 9*60) || InActiveHours(s, e, 21*60) || InActiveHours(s, e, 8*60+59) {
+		t.Error("InActiveHours(09:00-21:00)")
+	}
+}
+
+func TestParseScheduleUsesLocation(t *testing.T) {
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Skip("no tzdata")
+	}
+	s, err := ParseSchedule("0 9 * * *", berlin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := time.Date(2025, 3, 30, 0, 0, 0, 0, time.UTC) // DST starts in Berlin that day
+	next := s.Next(from)
+	if got := next.In(berlin); got.Hour() != 9 || got.Day() != 30 {
+		t.Errorf("next = %v", got)
+	}
+	if next.UTC().Hour() != 7 {
+		t.Errorf("9:00 CEST should be 07:00 UTC, got %v", next.UTC())
+	}
+}
+
+func TestResolvePath(t *testing.T) {
+	c := &Config{Path: "/etc/switchboard/config.yaml", Bot: Bot{DataDir: "./data"}}
+	if got := c.DBPath(); got != "/etc/switchboard/data/switchboard.db" {
+		t.Errorf("DBPath = %q", got)
+	}
+	if got := c.ResolvePath("/var/lib/sb"); got != "/var/lib/sb" {
+		t.Errorf("abs = %q", got)
+	}
+	c.Path = ""
+	if got := c.ResolvePath("./personas"); got != "personas" {
+		t.Errorf("no path = %q", got)
+	}
+}
+
+func TestGet(t *testing.T) {
+	c := mustParse(t, `
+personas:
+  by_target: {"slack:C1:1700000000.000100": reporter}
+`+validJobs, emptyEnv)
+	tests := []struct{ key, want string }{
+		{"llm.model", "gpt-4o-mini"},
+		{"channels.telegram.mode", "polling"},
+		{"agent.tools", "[current_time, web_fetch, memory, schedule, send_message]"},
+		{"agent.tools.1", "web_fetch"},
+		{"agent.tools[2]", "memory"},
+		{"personas.by_target.slack:C1:1700000000.000100", "reporter"},
+		{"jobs.pay_rent.text", "Pay the rent."},
+		{"jobs[0].grace", "1h"},
+		{"jobs.1.kind", "reminder"},
+		{"jobs.ping.deliver_to", "['console:local']"},
+		{"log", "level: info\nformat: text"},
+		{"channels.console", "enabled: true"},
+	}
+	for _, tt := range tests {
+		got, err := Get(c, tt.key)
+		if err != nil || got != tt.want {
+			t.Errorf("Get(%s) = %q, %v; want %q", tt.key, got, err, tt.want)
+		}
+	}
+	for _, tt := range []struct{ key, want string }{
+		{"llm.modle", `unknown key "modle" in llm (did you mean "model"?)`},
+		{"lm.model", `unknown key "lm" at the top level (did you mean "llm"?)`},
+		{"jobs.nightly.prompt", `no job named "nightly"`},
+		{"jobs.9", `no item 9 (the list has 4)`},
+		{"llm.model.x", `llm.model is a single value; it has no key "x"`},
+		{"personas.by_target.telegram:1", `personas.by_target has no entry "telegram:1"`},
+		{"agent.tools.first", `list items are addressed by number`},
+		{"", `empty key`},
+	} {
+		_, err := Get(c, tt.key)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Get(%q) error = %v, want %q", tt.key, err, tt.want)
+		}
+	}
+}
+
+func TestRedactedMap(t *testing.T) {
+	c := Default()
+	c.LLM.APIKey = NewSecret("sk-abc")
+	m := c.Redacted()
+	llm := m["llm"].(map[string]any)
+	if llm["api_key"] != "[redacted]" || llm["model"] != "gpt-4o-mini" || llm["timeout"] != "2m" || llm["max_tokens"] != 4096 || llm["temperature"] != 0.7 {
+		t.Errorf("llm = %#v", llm)
+	}
+	if m["channels"].(map[string]any)["telegram"].(map[string]any)["token"] != "" {
+		t.Error("unset secret should render empty")
+	}
+}
+
+func TestSelfReferencingAliasesFail(t *testing.T) {
+	for _, y := range []string{
+		"bot: &b {<<: *b}\n",
+		"llm: &l {<<: [*l, *l, *l, *l]}\n",
+		"agent: &a {tools: *a}\n",
+	} {
+		got := parseErr(t, y, emptyEnv)
+		if !strings.HasPrefix(got, "config.yaml:1: ") {
+			t.Errorf("%q: error %q", y, got)
+		}
+	}
+	// Ordinary anchors and merge keys work.
+	c := mustParse(t, "channels:\n  discord: &off {enabled: false, edit_interval: 2s}\n  slack: {<<: *off, mode: http}\n", emptyEnv)
+	if c.Channels.Slack.EditInterval != 2*time.Second || c.Channels.Slack.Mode != "http" {
+		t.Errorf("merge key: slack = %+v", c.Channels.Slack)
+	}
+}
+
+func TestEmptyishFilesAreDefault(t *testing.T) {
+	for _, y := range []string{"", "# only a comment\n", "---\n", "~\n", "bot:\njobs:\n", "channels:\n  telegram:\n"} {
+		c := mustParse(t, y, emptyEnv)
+		if !reflect.DeepEqual(stripSource(c), Default()) {
+			t.Errorf("%q does not give the defaults", y)
+		}
+	}
+}

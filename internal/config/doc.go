@@ -1,0 +1,51 @@
+// Package config owns Switchboard's operator contract, config.yaml: the Go
+// schema (Config and its sections), every key's default, ${ENV} expansion,
+// strict decoding with file:line errors, semantic validation, read-only
+// rendering for `switchboard config get`, and in-place editing for
+// `switchboard config set/unset`.
+//
+// Design decisions:
+//
+//   - Decoding walks a yaml.Node tree against the Go types by hand (driven by
+//     the `yaml` struct tags) instead of yaml.Decoder.KnownFields, so every
+//     error names the file, the line, the dotted key path and, for unknown
+//     keys, the closest known key ("did you mean").
+//   - ${VAR} and ${VAR:-default} are expanded per scalar after YAML parsing,
+//     so a variable's value can never inject YAML. ":-" takes the default when
+//     the variable is unset or empty (as in POSIX shells). "$${" is a literal
+//     "${". Only the ${...} form expands; a lone "$" is kept as written.
+//   - Keys that hold secrets or endpoints default to the environment variable
+//     DESIGN §4 names (llm.api_key ← ${OPENAI_API_KEY}, channels.telegram.token
+//     ← ${TELEGRAM_BOT_TOKEN}, …) when the key is absent from the file, so a
+//     missing or partial config.yaml behaves exactly like the shipped one.
+//     Default() itself is pure: it never reads the environment.
+//   - A missing variable is an empty string. Emptiness is an error only where
+//     a value is required (an enabled channel's token, the Slack secret its
+//     mode needs); the error names the variable to set and never the value.
+//   - Durations use Go syntax ("90s", "1h30m") plus a leading whole-days part
+//     ("7d", "1d12h"). Durations are rendered back in the shortest Go form
+//     ("2m", "168h").
+//   - Relative paths (bot.data_dir, personas.dir) are kept as written;
+//     Config.ResolvePath resolves them against the directory of the file the
+//     config was loaded from, so `--config /etc/switchboard/config.yaml` does
+//     not depend on the daemon's working directory.
+//   - Jobs: kind defaults to "task", misfire to "skip", grace to 5m (a run
+//     that starts later than grace after its scheduled time counts as missed;
+//     misfire decides whether a missed run is skipped or run once), timezone
+//     "" means bot.timezone.
+//   - SetInFile/UnsetInFile edit the file textually where they can (only the
+//     edited value's bytes change; comments, blank lines and alignment stay),
+//     verify the edited text parses to exactly the intended tree, and
+//     otherwise fall back to re-encoding the yaml.Node tree (comments and key
+//     order kept, whitespace normalized). Either way the result is validated
+//     with Parse before an atomic write (temp file, fsync, rename, original
+//     mode). Concurrent editors are not locked against each other: the last
+//     rename wins. UnsetInFile also removes a key the schema does not know
+//     when it is in the file, so a typo can be fixed from the CLI.
+//   - YAML anchors, aliases and merge keys (<<) are honoured when loading;
+//     recursion and alias expansion are bounded, so a self-referencing
+//     document is an error, never a hang. Edits never go through an anchor.
+//   - Values that came from the environment are shown in error messages as
+//     the reference written in the file ("${SLACK_BOT_TOKEN}"), never as the
+//     variable's value, in case a secret was put under the wrong key.
+package config

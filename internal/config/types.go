@@ -1,0 +1,368 @@
+package config
+
+import (
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Config is the whole of config.yaml.
+type Config struct {
+	Bot       Bot       `yaml:"bot"`
+	LLM       LLM       `yaml:"llm"`
+	Agent     Agent     `yaml:"agent"`
+	Personas  Personas  `yaml:"personas"`
+	Access    Access    `yaml:"access"`
+	Channels  Channels  `yaml:"channels"`
+	Heartbeat Heartbeat `yaml:"heartbeat"`
+	Jobs      []Job     `yaml:"jobs"`
+	Server    Server    `yaml:"server"`
+	Log       Log       `yaml:"log"`
+	Retention Retention `yaml:"retention"`
+
+	// Path is the file the configuration was loaded from ("" for Default()).
+	Path string `yaml:"-"`
+
+	// src records where each key came from in the file; nil for a Config
+	// built in code.
+	src *sourceMap
+}
+
+// Bot holds identity and global settings.
+type Bot struct {
+	Name     string   `yaml:"name"`
+	DataDir  string   `yaml:"data_dir"` // BoltDB file: <data_dir>/switchboard.db
+	Timezone string   `yaml:"timezone"` // IANA name, "Local" or "UTC"
+	Admins   []string `yaml:"admins"`   // targets or user ids allowed admin commands
+}
+
+// Location returns the bot's time zone. An empty or "Local" timezone is
+// time.Local; an unknown name (which Validate rejects) also falls back to
+// time.Local.
+func (b Bot) Location() *time.Location {
+	return loadLocation(b.Timezone, time.Local)
+}
+
+// LLM configures the OpenAI-compatible model endpoint.
+type LLM struct {
+	BaseURL      string        `yaml:"base_url"` // up to and including /v1; "" = OpenAI
+	APIKey       Secret        `yaml:"api_key"`
+	Model        string        `yaml:"model"`
+	Temperature  float32       `yaml:"temperature"`
+	MaxTokens    int           `yaml:"max_tokens"`
+	Timeout      time.Duration `yaml:"timeout"`
+	MaxRetries   int           `yaml:"max_retries"`
+	ToolProtocol string        `yaml:"tool_protocol"` // native | json | auto
+}
+
+// Agent bounds the ReAct loop.
+type Agent struct {
+	MaxIterations      int           `yaml:"max_iterations"`
+	MaxToolCalls       int           `yaml:"max_tool_calls"`
+	ToolRetries        int           `yaml:"tool_retries"`
+	ToolRetryDelay     time.Duration `yaml:"tool_retry_delay"`
+	ToolTimeout        time.Duration `yaml:"tool_timeout"`
+	ObservationMaxLen  int           `yaml:"observation_max_len"`
+	MaxHistory         int           `yaml:"max_history"`
+	TokenBudget        int           `yaml:"token_budget"` // 0 = unlimited
+	MaxConcurrentTurns int           `yaml:"max_concurrent_turns"`
+	TurnTimeout        time.Duration `yaml:"turn_timeout"`
+	Tools              []string      `yaml:"tools"`
+	WebFetch           WebFetch      `yaml:"web_fetch"`
+}
+
+// WebFetch configures the web_fetch tool.
+type WebFetch struct {
+	AllowDomains []string `yaml:"allow_domains"` // empty = any public host
+	MaxBytes     int      `yaml:"max_bytes"`
+	AllowPrivate bool     `yaml:"allow_private"` // allow loopback/private addresses
+}
+
+// Personas says where persona files live and which persona serves which chat.
+type Personas struct {
+	Dir       string            `yaml:"dir"`
+	Default   string            `yaml:"default"`
+	ByTarget  map[string]string `yaml:"by_target"`  // target → persona
+	ByChannel map[string]string `yaml:"by_channel"` // channel → persona
+}
+
+// Access decides who may talk to the bot.
+type Access struct {
+	Mode      string   `yaml:"mode"`       // open | allowlist | pairing
+	AllowFrom []string `yaml:"allow_from"` // user ids or targets
+	Groups    string   `yaml:"groups"`     // mention | all | off
+	AllowBots bool     `yaml:"allow_bots"` // answer other bots' messages
+}
+
+// Channels configures the platform adapters.
+type Channels struct {
+	Console  Console  `yaml:"console"`
+	Telegram Telegram `yaml:"telegram"`
+	Discord  Discord  `yaml:"discord"`
+	Slack    Slack    `yaml:"slack"`
+}
+
+// Console is the local terminal adapter.
+type Console struct {
+	Enabled bool `yaml:"enabled"`
+}
+
+// Telegram configures the Telegram adapter.
+type Telegram struct {
+	Enabled       bool          `yaml:"enabled"`
+	Token         Secret        `yaml:"token"`
+	APIURL        string        `yaml:"api_url"` // server root, as bot.WithServerURL takes it
+	Mode          string        `yaml:"mode"`    // polling | webhook
+	WebhookURL    string        `yaml:"webhook_url"`
+	WebhookSecret Secret        `yaml:"webhook_secret"`
+	EditInterval  time.Duration `yaml:"edit_interval"`
+	MaxMediaBytes int           `yaml:"max_media_bytes"`
+}
+
+// Discord configures the Discord adapter.
+type Discord struct {
+	Enabled       bool          `yaml:"enabled"`
+	Token         Secret        `yaml:"token"`
+	APIURL        string        `yaml:"api_url"`     // scheme://host:port only
+	GatewayURL    string        `yaml:"gateway_url"` // overrides /gateway/bot's url
+	Guilds        []string      `yaml:"guilds"`      // empty = every guild the bot is in
+	EditInterval  time.Duration `yaml:"edit_interval"`
+	MaxMediaBytes int           `yaml:"max_media_bytes"`
+}
+
+// Slack configures the Slack adapter.
+type Slack struct {
+	Enabled       bool          `yaml:"enabled"`
+	BotToken      Secret        `yaml:"bot_token"`
+	AppToken      Secret        `yaml:"app_token"`
+	Mode          string        `yaml:"mode"` // socket | http
+	SigningSecret Secret        `yaml:"signing_secret"`
+	APIURL        string        `yaml:"api_url"` // Web API base ending in /api/
+	ThreadReplies bool          `yaml:"thread_replies"`
+	EditInterval  time.Duration `yaml:"edit_interval"`
+	MaxMediaBytes int           `yaml:"max_media_bytes"`
+}
+
+// Heartbeat configures proactive greetings.
+type Heartbeat struct {
+	Enabled     bool          `yaml:"enabled"`
+	Schedule    string        `yaml:"schedule"`     // cron spec
+	ActiveHours string        `yaml:"active_hours"` // "HH:MM-HH:MM", may cross midnight; "" = always
+	IdleAfter   time.Duration `yaml:"idle_after"`
+	MaxPerDay   int           `yaml:"max_per_day"`
+	Targets     []string      `yaml:"targets"` // empty = every allowed direct chat seen in the last 30 days
+}
+
+// Job is one scheduled task or reminder.
+type Job struct {
+	Name      string        `yaml:"name"`
+	Schedule  string        `yaml:"schedule"` // cron spec (xor At)
+	At        string        `yaml:"at"`       // RFC3339 one-shot time (xor Schedule)
+	Timezone  string        `yaml:"timezone"` // "" = bot.timezone
+	Kind      string        `yaml:"kind"`     // task | reminder
+	Persona   string        `yaml:"persona"`  // "" = the target's persona
+	Prompt    string        `yaml:"prompt"`   // task: what the agent is asked
+	Text      string        `yaml:"text"`     // reminder: sent verbatim
+	DeliverTo []string      `yaml:"deliver_to"`
+	Misfire   string        `yaml:"misfire"` // skip | run_once
+	Grace     time.Duration `yaml:"grace"`
+}
+
+// Location returns the job's time zone, or fallback when the job has none.
+func (j Job) Location(fallback *time.Location) *time.Location {
+	if fallback == nil {
+		fallback = time.Local
+	}
+	if j.Timezone == "" {
+		return fallback
+	}
+	return loadLocation(j.Timezone, fallback)
+}
+
+// AtTime returns the parsed one-shot time of a job with `at`.
+func (j Job) AtTime() (time.Time, bool) {
+	if j.At == "" {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339, j.At)
+	return t, err == nil
+}
+
+// Server configures the HTTP listener (/healthz /readyz /metrics, webhooks).
+type Server struct {
+	Listen     string `yaml:"listen"` // host:port; "" = no listener
+	AdminToken Secret `yaml:"admin_token"`
+}
+
+// Log configures log/slog output.
+type Log struct {
+	Level  string `yaml:"level"`  // debug | info | warn | error
+	Format string `yaml:"format"` // text | json
+}
+
+// SlogLevel maps Level to a slog.Level (info for anything unknown).
+func (l Log) SlogLevel() slog.Level {
+	switch strings.ToLower(l.Level) {
+	case "debug":
+		return slog.LevelDebug
+	case "warn":
+		return slog.LevelWarn
+	case "error":
+		return slog.LevelError
+	}
+	return slog.LevelInfo
+}
+
+// Retention bounds what the store keeps.
+type Retention struct {
+	DedupTTL        time.Duration `yaml:"dedup_ttl"`
+	AuditMaxAge     time.Duration `yaml:"audit_max_age"`     // 0 = keep forever
+	AuditMaxRecords int           `yaml:"audit_max_records"` // 0 = no limit
+	RunsPerJob      int           `yaml:"runs_per_job"`
+}
+
+const (
+	mib = 1 << 20
+	// DefaultJobGrace is a job's grace when the file sets none.
+	DefaultJobGrace = 5 * time.Minute
+)
+
+// Default returns every key's default value (DESIGN §4). It does not read
+// the environment.
+func Default() *Config {
+	return &Config{
+		Bot: Bot{
+			Name:     "Switchboard",
+			DataDir:  "./data",
+			Timezone: "Local",
+			Admins:   []string{},
+		},
+		LLM: LLM{
+			Model:        "gpt-4o-mini",
+			Temperature:  0.7,
+			MaxTokens:    4096,
+			Timeout:      120 * time.Second,
+			MaxRetries:   3,
+			ToolProtocol: "auto",
+		},
+		Agent: Agent{
+			MaxIterations:      25,
+			MaxToolCalls:       25,
+			ToolRetries:        3,
+			ToolRetryDelay:     time.Second,
+			ToolTimeout:        30 * time.Second,
+			ObservationMaxLen:  4000,
+			MaxHistory:         40,
+			TokenBudget:        0,
+			MaxConcurrentTurns: 16,
+			TurnTimeout:        5 * time.Minute,
+			Tools:              []string{"current_time", "web_fetch", "memory", "schedule", "send_message"},
+			WebFetch: WebFetch{
+				AllowDomains: []string{},
+				MaxBytes:     mib,
+				AllowPrivate: false,
+			},
+		},
+		Personas: Personas{
+			Dir:       "./personas",
+			Default:   "assistant",
+			ByTarget:  map[string]string{},
+			ByChannel: map[string]string{},
+		},
+		Access: Access{
+			Mode:      "pairing",
+			AllowFrom: []string{},
+			Groups:    "mention",
+		},
+		Channels: Channels{
+			Console: Console{Enabled: true},
+			Telegram: Telegram{
+				Mode:          "polling",
+				EditInterval:  time.Second,
+				MaxMediaBytes: 10 * mib,
+			},
+			Discord: Discord{
+				Guilds:        []string{},
+				EditInterval:  time.Second,
+				MaxMediaBytes: 10 * mib,
+			},
+			Slack: Slack{
+				Mode:          "socket",
+				ThreadReplies: true,
+				EditInterval:  time.Second,
+				MaxMediaBytes: 10 * mib,
+			},
+		},
+		Heartbeat: Heartbeat{
+			Enabled:     false,
+			Schedule:    "0 * * * *",
+			ActiveHours: "09:00-21:00",
+			IdleAfter:   4 * time.Hour,
+			MaxPerDay:   2,
+			Targets:     []string{},
+		},
+		Jobs: []Job{},
+		Server: Server{
+			Listen: "127.0.0.1:8787",
+		},
+		Log: Log{Level: "info", Format: "text"},
+		Retention: Retention{
+			DedupTTL:        168 * time.Hour,
+			AuditMaxAge:     2160 * time.Hour,
+			AuditMaxRecords: 100000,
+			RunsPerJob:      100,
+		},
+	}
+}
+
+// defaultJob is what an entry of jobs starts from before the file's keys
+// are applied.
+func defaultJob() Job {
+	return Job{Kind: "task", Misfire: "skip", Grace: DefaultJobGrace, DeliverTo: []string{}}
+}
+
+// envDefaults are the keys whose default is an environment variable
+// reference (DESIGN §4), applied when the key is absent from the file.
+var envDefaults = []struct{ key, env string }{
+	{"llm.base_url", "OPENAI_BASE_URL"},
+	{"llm.api_key", "OPENAI_API_KEY"},
+	{"channels.telegram.token", "TELEGRAM_BOT_TOKEN"},
+	{"channels.discord.token", "DISCORD_BOT_TOKEN"},
+	{"channels.slack.bot_token", "SLACK_BOT_TOKEN"},
+	{"channels.slack.app_token", "SLACK_APP_TOKEN"},
+	{"channels.slack.signing_secret", "SLACK_SIGNING_SECRET"},
+}
+
+// ResolvePath resolves a path from the configuration (bot.data_dir,
+// personas.dir): absolute paths are returned cleaned; relative ones are
+// joined to the directory of the file the config was loaded from (or the
+// working directory when Path is empty).
+func (c *Config) ResolvePath(p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	if c.Path == "" {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(filepath.Dir(c.Path), p)
+}
+
+// DBPath is the BoltDB file: <data_dir>/switchboard.db, resolved.
+func (c *Config) DBPath() string {
+	return filepath.Join(c.ResolvePath(c.Bot.DataDir), "switchboard.db")
+}
+
+func loadLocation(name string, fallback *time.Location) *time.Location {
+	switch name {
+	case "", "Local":
+		return time.Local
+	case "UTC":
+		return time.UTC
+	}
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		return fallback
+	}
+	return loc
+}

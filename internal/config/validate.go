@@ -1,0 +1,578 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+)
+
+// Channel names a target address may start with.
+var channelNames = []string{"console", "telegram", "slack", "discord"}
+
+var (
+	nameRe     = regexp.MustCompile(`^[a-z0-9_-]+$`)
+	hourMinRe  = regexp.MustCompile(`^([01][0-9]|2[0-3]):([0-5][0-9])$`)
+	cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+)
+
+// validator collects semantic errors.
+type validator struct {
+	c    *Config
+	file string
+	errs []error
+}
+
+func (v *validator) fail(key, format string, args ...any) {
+	v.errs = append(v.errs, &Error{
+		File: v.file, Line: v.c.src.line(key), Key: key,
+		Msg: joinMsg(key, v.scrub(key, fmt.Sprintf(format, args...))),
+	})
+}
+
+// scrub replaces, in a message about key, the value that came from the
+// environment with the reference as written ("${VAR}"), so a variable's
+// value (which may be a secret put in the wrong key) is never printed.
+func (v *validator) scrub(key, msg string) string {
+	if v.c.src == nil {
+		return msg
+	}
+	raw, ok := v.c.src.raw[key]
+	if !ok {
+		return msg
+	}
+	fv, err := valueAt(v.c, key)
+	if err != nil || fv.Kind() != reflect.String {
+		return msg
+	}
+	val := fv.String()
+	if val == "" {
+		return msg
+	}
+	var variants []string
+	for _, s := range []string{val, redactURL(val)} {
+		for _, n := range []int{80, 60, 30} {
+			t := truncate(s, n)
+			q := strconv.Quote(t)
+			variants = append(variants, q[1:len(q)-1], t)
+		}
+		q := strconv.Quote(s)
+		variants = append(variants, q[1:len(q)-1], s)
+	}
+	slices.SortFunc(variants, func(a, b string) int { return len(b) - len(a) })
+	for _, s := range variants {
+		if s != "" {
+			msg = strings.ReplaceAll(msg, s, raw)
+		}
+	}
+	return msg
+}
+
+// joinMsg puts the key in front of msg: "k is empty: …" or "k: must be …".
+func joinMsg(key, msg string) string {
+	if strings.HasPrefix(msg, "is ") || strings.HasPrefix(msg, "needs ") {
+		return key + " " + msg
+	}
+	return key + ": " + msg
+}
+
+// Validate checks the configuration's meaning: durations, time zones, cron
+// specs, addresses, names, enums, bounds and the secrets an enabled channel
+// needs. All problems are returned joined; each names file:line (where the
+// key was written in the file) and the key path. Messages never contain a
+// secret's value.
+func (c *Config) Validate() error {
+	v := &validator{c: c, file: displayName(c.Path)}
+	v.bot()
+	v.llm()
+	v.agent()
+	v.personas()
+	v.access()
+	v.channels()
+	v.heartbeat()
+	v.jobs()
+	v.server()
+	v.logAndRetention()
+	return errors.Join(v.errs...)
+}
+
+func (v *validator) nonEmpty(key, val string) {
+	if strings.TrimSpace(val) == "" {
+		v.fail(key, "must not be empty")
+	}
+}
+
+func (v *validator) positive(key string, n int) {
+	if n <= 0 {
+		v.fail(key, "must be a positive integer, got %d", n)
+	}
+}
+
+func (v *validator) nonNegative(key string, n int) {
+	if n < 0 {
+		v.fail(key, "must be 0 or more, got %d", n)
+	}
+}
+
+func (v *validator) positiveDur(key string, d time.Duration) {
+	if d <= 0 {
+		v.fail(key, "must be a positive duration (e.g. 30s, 5m), got %s", FormatDuration(d))
+	}
+}
+
+func (v *validator) nonNegativeDur(key string, d time.Duration) {
+	if d < 0 {
+		v.fail(key, "must not be negative, got %s", FormatDuration(d))
+	}
+}
+
+func (v *validator) oneOf(key, val string, allowed ...string) {
+	if !slices.Contains(allowed, val) {
+		v.fail(key, "must be one of %s, got %q", strings.Join(allowed, " | "), truncate(val, 60))
+	}
+}
+
+func (v *validator) timezone(key, tz string) {
+	if err := CheckTimezone(tz); err != nil {
+		v.fail(key, "%v", err)
+	}
+}
+
+func (v *validator) httpURL(key, raw string) {
+	if raw == "" {
+		return
+	}
+	if err := checkURL(raw, "http", "https"); err != nil {
+		v.fail(key, "%v", err)
+	}
+}
+
+func (v *validator) persona(key, name string) {
+	if !nameRe.MatchString(name) {
+		v.fail(key, "persona name %q must use only a-z, 0-9, _ and -", truncate(name, 60))
+	}
+}
+
+func (v *validator) targets(key string, list []string) {
+	for i, t := range list {
+		if err := CheckTarget(t); err != nil {
+			v.fail(fmt.Sprintf("%s[%d]", key, i), "%v", err)
+		}
+	}
+}
+
+// principals checks entries that may be user ids or targets.
+func (v *validator) principals(key string, list []string) {
+	for i, p := range list {
+		if CheckUserID(p) == nil || CheckTarget(p) == nil {
+			continue
+		}
+		v.fail(fmt.Sprintf("%s[%d]", key, i), "%q is neither a user id (\"telegram:user:42\") nor a target (\"telegram:12345\")", truncate(p, 60))
+	}
+}
+
+// required reports an empty secret (or value) an enabled feature needs,
+// naming the environment variable to set.
+func (v *validator) required(key string, set bool, because string) {
+	if set {
+		return
+	}
+	env := envDefaultFor(key)
+	leaf := key[strings.LastIndexByte(key, '.')+1:]
+	var hint string
+	switch refs := v.c.src.refsOf(key); {
+	case len(refs) > 0:
+		hint = "set " + strings.Join(refs, " or ")
+	case v.c.src == nil && env != "":
+		hint = "set " + env
+	case env != "":
+		hint = "give it a value, e.g. " + leaf + ": ${" + env + "}"
+	default:
+		hint = "give it a value"
+	}
+	v.fail(key, "is empty: %s (%s)", hint, because)
+}
+
+func (s *sourceMap) refsOf(key string) []string {
+	if s == nil {
+		return nil
+	}
+	return s.refs[key]
+}
+
+func envDefaultFor(key string) string {
+	for _, e := range envDefaults {
+		if e.key == key {
+			return e.env
+		}
+	}
+	return ""
+}
+
+func (v *validator) bot() {
+	b := v.c.Bot
+	v.nonEmpty("bot.name", b.Name)
+	v.nonEmpty("bot.data_dir", b.DataDir)
+	v.timezone("bot.timezone", b.Timezone)
+	v.principals("bot.admins", b.Admins)
+}
+
+func (v *validator) llm() {
+	l := v.c.LLM
+	v.httpURL("llm.base_url", l.BaseURL)
+	v.nonEmpty("llm.model", l.Model)
+	if l.Temperature < 0 || l.Temperature > 2 {
+		v.fail("llm.temperature", "must be between 0 and 2, got %g", l.Temperature)
+	}
+	v.positive("llm.max_tokens", l.MaxTokens)
+	v.positiveDur("llm.timeout", l.Timeout)
+	v.nonNegative("llm.max_retries", l.MaxRetries)
+	v.oneOf("llm.tool_protocol", l.ToolProtocol, "native", "json", "auto")
+}
+
+func (v *validator) agent() {
+	a := v.c.Agent
+	v.positive("agent.max_iterations", a.MaxIterations)
+	v.positive("agent.max_tool_calls", a.MaxToolCalls)
+	v.nonNegative("agent.tool_retries", a.ToolRetries)
+	v.nonNegativeDur("agent.tool_retry_delay", a.ToolRetryDelay)
+	v.positiveDur("agent.tool_timeout", a.ToolTimeout)
+	v.positive("agent.observation_max_len", a.ObservationMaxLen)
+	v.positive("agent.max_history", a.MaxHistory)
+	v.nonNegative("agent.token_budget", a.TokenBudget)
+	v.positive("agent.max_concurrent_turns", a.MaxConcurrentTurns)
+	v.positiveDur("agent.turn_timeout", a.TurnTimeout)
+	seen := map[string]bool{}
+	for i, t := range a.Tools {
+		key := fmt.Sprintf("agent.tools[%d]", i)
+		if !nameRe.MatchString(t) {
+			v.fail(key, "tool name %q must use only a-z, 0-9, _ and -", truncate(t, 60))
+		} else if seen[t] {
+			v.fail(key, "tool %q is listed twice", t)
+		}
+		seen[t] = true
+	}
+	for i, d := range a.WebFetch.AllowDomains {
+		if d == "" || strings.ContainsAny(d, "/:@ \t") {
+			v.fail(fmt.Sprintf("agent.web_fetch.allow_domains[%d]", i), "%q must be a bare host name such as example.com (no scheme, port or path)", truncate(d, 60))
+		}
+	}
+	v.positive("agent.web_fetch.max_bytes", a.WebFetch.MaxBytes)
+}
+
+func (v *validator) personas() {
+	p := v.c.Personas
+	v.nonEmpty("personas.dir", p.Dir)
+	v.persona("personas.default", p.Default)
+	for _, t := range sortedKeys(p.ByTarget) {
+		key := "personas.by_target." + t
+		if err := CheckTarget(t); err != nil {
+			v.fail(key, "%v", err)
+		}
+		v.persona(key, p.ByTarget[t])
+	}
+	for _, ch := range sortedKeys(p.ByChannel) {
+		key := "personas.by_channel." + ch
+		if !slices.Contains(channelNames, ch) {
+			v.fail(key, "unknown channel %q (one of %s)", truncate(ch, 60), strings.Join(channelNames, ", "))
+		}
+		v.persona(key, p.ByChannel[ch])
+	}
+}
+
+func (v *validator) access() {
+	a := v.c.Access
+	v.oneOf("access.mode", a.Mode, "open", "allowlist", "pairing")
+	v.principals("access.allow_from", a.AllowFrom)
+	v.oneOf("access.groups", a.Groups, "mention", "all", "off")
+}
+
+func (v *validator) channels() {
+	ch := v.c.Channels
+	listen := v.c.Server.Listen
+
+	t := ch.Telegram
+	v.oneOf("channels.telegram.mode", t.Mode, "polling", "webhook")
+	v.httpURL("channels.telegram.api_url", t.APIURL)
+	v.httpURL("channels.telegram.webhook_url", t.WebhookURL)
+	v.nonNegativeDur("channels.telegram.edit_interval", t.EditInterval)
+	v.nonNegative("channels.telegram.max_media_bytes", t.MaxMediaBytes)
+	if t.Enabled {
+		v.required("channels.telegram.token", t.Token.IsSet(), "channels.telegram is enabled")
+		if t.Mode == "webhook" {
+			if t.WebhookURL == "" {
+				v.fail("channels.telegram.webhook_url", "is empty: webhook mode needs the public URL Telegram posts updates to")
+			}
+			if listen == "" {
+				v.fail("server.listen", "is empty: channels.telegram.mode webhook needs the HTTP server")
+			}
+		}
+	}
+
+	d := ch.Discord
+	if d.APIURL != "" {
+		if err := checkURL(d.APIURL, "http", "https"); err != nil {
+			v.fail("channels.discord.api_url", "%v", err)
+		} else if u, _ := url.Parse(d.APIURL); strings.Trim(u.Path, "/") != "" {
+			v.fail("channels.discord.api_url", "must be scheme, host and port only (e.g. http://127.0.0.1:9001); discordgo adds /api/v9")
+		}
+	}
+	if d.GatewayURL != "" {
+		if err := checkURL(d.GatewayURL, "ws", "wss"); err != nil {
+			v.fail("channels.discord.gateway_url", "%v", err)
+		}
+	}
+	for i, g := range d.Guilds {
+		if _, err := strconv.ParseUint(g, 10, 64); err != nil {
+			v.fail(fmt.Sprintf("channels.discord.guilds[%d]", i), "guild id %q must be a numeric snowflake", truncate(g, 60))
+		}
+	}
+	v.nonNegativeDur("channels.discord.edit_interval", d.EditInterval)
+	v.nonNegative("channels.discord.max_media_bytes", d.MaxMediaBytes)
+	if d.Enabled {
+		v.required("channels.discord.token", d.Token.IsSet(), "channels.discord is enabled")
+	}
+
+	s := ch.Slack
+	v.oneOf("channels.slack.mode", s.Mode, "socket", "http")
+	if s.APIURL != "" {
+		if err := checkURL(s.APIURL, "http", "https"); err != nil {
+			v.fail("channels.slack.api_url", "%v", err)
+		} else if !strings.HasSuffix(s.APIURL, "/") {
+			v.fail("channels.slack.api_url", "must end with \"/\" (the Web API base, e.g. http://127.0.0.1:9002/api/)")
+		}
+	}
+	v.nonNegativeDur("channels.slack.edit_interval", s.EditInterval)
+	v.nonNegative("channels.slack.max_media_bytes", s.MaxMediaBytes)
+	if s.Enabled {
+		v.required("channels.slack.bot_token", s.BotToken.IsSet(), "channels.slack is enabled")
+		switch s.Mode {
+		case "socket":
+			v.required("channels.slack.app_token", s.AppToken.IsSet(), "channels.slack.mode is socket")
+		case "http":
+			v.required("channels.slack.signing_secret", s.SigningSecret.IsSet(), "channels.slack.mode is http")
+			if listen == "" {
+				v.fail("server.listen", "is empty: channels.slack.mode http needs the HTTP server")
+			}
+		}
+	}
+}
+
+func (v *validator) heartbeat() {
+	h := v.c.Heartbeat
+	if h.Schedule == "" {
+		if h.Enabled {
+			v.fail("heartbeat.schedule", "is empty: heartbeat is enabled")
+		}
+	} else if _, err := ParseSchedule(h.Schedule, time.UTC); err != nil {
+		v.fail("heartbeat.schedule", "%v", err)
+	}
+	if h.ActiveHours != "" {
+		if _, _, err := ParseActiveHours(h.ActiveHours); err != nil {
+			v.fail("heartbeat.active_hours", "%v", err)
+		}
+	}
+	v.nonNegativeDur("heartbeat.idle_after", h.IdleAfter)
+	v.positive("heartbeat.max_per_day", h.MaxPerDay)
+	v.targets("heartbeat.targets", h.Targets)
+}
+
+func (v *validator) jobs() {
+	names := map[string]int{}
+	for i, j := range v.c.Jobs {
+		key := fmt.Sprintf("jobs[%d]", i)
+		if j.Name == "" {
+			v.fail(key+".name", "is empty: every job needs a name")
+		} else if !nameRe.MatchString(j.Name) {
+			v.fail(key+".name", "job name %q must use only a-z, 0-9, _ and -", truncate(j.Name, 60))
+		} else if first, dup := names[j.Name]; dup {
+			v.fail(key+".name", "job name %q is already used by jobs[%d]", j.Name, first)
+		} else {
+			names[j.Name] = i
+		}
+		switch {
+		case j.Schedule == "" && j.At == "":
+			v.fail(key, "needs schedule (cron) or at (one-shot time)")
+		case j.Schedule != "" && j.At != "":
+			v.fail(key+".at", "set either schedule or at, not both")
+		case j.Schedule != "":
+			if _, err := ParseSchedule(j.Schedule, time.UTC); err != nil {
+				v.fail(key+".schedule", "%v", err)
+			}
+		default:
+			if _, err := time.Parse(time.RFC3339, j.At); err != nil {
+				v.fail(key+".at", "%q is not an RFC 3339 time such as 2025-01-31T09:00:00+01:00", truncate(j.At, 60))
+			}
+		}
+		if j.Timezone != "" {
+			v.timezone(key+".timezone", j.Timezone)
+		}
+		v.oneOf(key+".kind", j.Kind, "task", "reminder")
+		switch j.Kind {
+		case "task":
+			if strings.TrimSpace(j.Prompt) == "" {
+				v.fail(key+".prompt", "is empty: a task job needs a prompt")
+			}
+		case "reminder":
+			if strings.TrimSpace(j.Text) == "" {
+				v.fail(key+".text", "is empty: a reminder job needs text")
+			}
+		}
+		if j.Persona != "" {
+			v.persona(key+".persona", j.Persona)
+		}
+		if len(j.DeliverTo) == 0 {
+			v.fail(key+".deliver_to", "is empty: list at least one target such as \"telegram:12345\"")
+		}
+		v.targets(key+".deliver_to", j.DeliverTo)
+		v.oneOf(key+".misfire", j.Misfire, "skip", "run_once")
+		v.nonNegativeDur(key+".grace", j.Grace)
+	}
+}
+
+func (v *validator) server() {
+	if l := v.c.Server.Listen; l != "" {
+		host, port, err := net.SplitHostPort(l)
+		p, perr := strconv.Atoi(port)
+		if err != nil || perr != nil || p < 0 || p > 65535 || strings.ContainsAny(host, " /") {
+			v.fail("server.listen", "%q must be host:port such as 127.0.0.1:8787 or :8787", truncate(l, 60))
+		}
+	}
+}
+
+func (v *validator) logAndRetention() {
+	v.oneOf("log.level", v.c.Log.Level, "debug", "info", "warn", "error")
+	v.oneOf("log.format", v.c.Log.Format, "text", "json")
+	r := v.c.Retention
+	v.positiveDur("retention.dedup_ttl", r.DedupTTL)
+	v.nonNegativeDur("retention.audit_max_age", r.AuditMaxAge)
+	v.nonNegative("retention.audit_max_records", r.AuditMaxRecords)
+	v.positive("retention.runs_per_job", r.RunsPerJob)
+}
+
+// CheckTimezone accepts "", "Local", "UTC" and IANA names.
+func CheckTimezone(tz string) error {
+	switch tz {
+	case "", "Local", "UTC":
+		return nil
+	}
+	if _, err := time.LoadLocation(tz); err != nil {
+		return fmt.Errorf("unknown time zone %q (use an IANA name such as Europe/Berlin, or Local or UTC)", truncate(tz, 60))
+	}
+	return nil
+}
+
+// CheckTarget accepts a target address "<channel>:<chat_id>[:<thread_id>]"
+// whose channel is console, telegram, slack or discord.
+func CheckTarget(s string) error {
+	parts := strings.SplitN(s, ":", 3)
+	bad := len(parts) < 2 || parts[1] == "" || parts[1] == "user" ||
+		(len(parts) == 3 && parts[2] == "") || strings.ContainsAny(s, " \t\r\n")
+	if bad {
+		return fmt.Errorf("%q is not a target: write <channel>:<chat_id>[:<thread_id>], e.g. telegram:12345 or slack:C0123:1700000000.000100", truncate(s, 60))
+	}
+	if !slices.Contains(channelNames, parts[0]) {
+		return fmt.Errorf("%q: unknown channel %q (one of %s)", truncate(s, 60), truncate(parts[0], 30), strings.Join(channelNames, ", "))
+	}
+	return nil
+}
+
+// CheckUserID accepts "<channel>:user:<id>".
+func CheckUserID(s string) error {
+	parts := strings.SplitN(s, ":", 3)
+	if len(parts) != 3 || parts[1] != "user" || parts[2] == "" || strings.ContainsAny(s, " \t\r\n") ||
+		!slices.Contains(channelNames, parts[0]) {
+		return fmt.Errorf("%q is not a user id: write <channel>:user:<id>, e.g. telegram:user:42", truncate(s, 60))
+	}
+	return nil
+}
+
+// ParseSchedule parses a cron spec the way the scheduler runs it: five
+// fields (minute hour day-of-month month day-of-week) with an optional
+// leading seconds field, or a descriptor (@hourly, @daily, @every 30m).
+// Time zones come from the timezone keys, so TZ= prefixes are refused.
+func ParseSchedule(spec string, loc *time.Location) (sched cron.Schedule, err error) {
+	spec = strings.TrimSpace(spec)
+	if strings.HasPrefix(spec, "TZ=") || strings.HasPrefix(spec, "CRON_TZ=") {
+		return nil, fmt.Errorf("cron spec %q: set the time zone with the timezone key, not a TZ= prefix", truncate(spec, 60))
+	}
+	if loc == nil {
+		loc = time.Local
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			sched, err = nil, fmt.Errorf("invalid cron spec %q", truncate(spec, 60))
+		}
+	}()
+	sched, err = cronParser.Parse("CRON_TZ=" + loc.String() + " " + spec)
+	if err != nil {
+		return nil, fmt.Errorf("invalid cron spec %q: %v (use 5 fields \"min hour dom month dow\", optional leading seconds, or @every 30m / @daily)", truncate(spec, 60), err)
+	}
+	return sched, nil
+}
+
+// ParseActiveHours parses "HH:MM-HH:MM" into minutes since midnight. The
+// window may cross midnight (start > end, e.g. "22:00-06:00"); equal start
+// and end are refused as ambiguous.
+func ParseActiveHours(s string) (start, end int, err error) {
+	a, b, ok := strings.Cut(s, "-")
+	ma, mb := hourMinRe.FindStringSubmatch(strings.TrimSpace(a)), hourMinRe.FindStringSubmatch(strings.TrimSpace(b))
+	if !ok || ma == nil || mb == nil {
+		return 0, 0, fmt.Errorf("%q must be HH:MM-HH:MM in 24-hour time, e.g. 09:00-21:00", truncate(s, 60))
+	}
+	h1, _ := strconv.Atoi(ma[1])
+	m1, _ := strconv.Atoi(ma[2])
+	h2, _ := strconv.Atoi(mb[1])
+	m2, _ := strconv.Atoi(mb[2])
+	start, end = h1*60+m1, h2*60+m2
+	if start == end {
+		return 0, 0, fmt.Errorf("%q: start and end are equal; leave active_hours empty for all day", s)
+	}
+	return start, end, nil
+}
+
+// InActiveHours reports whether minute-of-day m (0..1439) lies in the
+// window [start, end), which may cross midnight.
+func InActiveHours(start, end, m int) bool {
+	if start < end {
+		return m >= start && m < end
+	}
+	return m >= start || m < end
+}
+
+func checkURL(raw string, schemes ...string) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || !slices.Contains(schemes, u.Scheme) {
+		return fmt.Errorf("%q must be an absolute %s:// URL", truncate(redactURL(raw), 80), strings.Join(schemes, ":// or "))
+	}
+	return nil
+}
+
+// redactURL hides userinfo (which may hold a password) in a URL for messages.
+func redactURL(raw string) string {
+	if u, err := url.Parse(raw); err == nil && u.User != nil {
+		u.User = url.User("redacted")
+		return u.String()
+	}
+	if i := strings.Index(raw, "@"); i >= 0 {
+		return "…" + raw[i:]
+	}
+	return raw
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

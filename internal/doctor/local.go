@@ -1,0 +1,410 @@
+package doctor
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+
+	"github.com/switchboard-bot/switchboard/internal/config"
+	"github.com/switchboard-bot/switchboard/memory"
+	"github.com/switchboard-bot/switchboard/personas"
+)
+
+// ---- config ----
+
+func (d *doctor) checkConfig() (Result, *config.Config) {
+	path := d.opts.ConfigPath
+	data, err := os.ReadFile(path)
+	missing := false
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			return Result{Name: CheckConfig, Status: StatusFail,
+				Finding: fmt.Sprintf("cannot read %s: %v", path, describeFSErr(err)),
+				Fix:     fmt.Sprintf("make %s a file readable by this user (chmod 600 %s), or pass --config with the right path", path, path),
+			}, nil
+		}
+		missing, data = true, nil
+	}
+	cfg, err := config.Parse(path, data, d.opts.LookupEnv)
+	if err != nil {
+		details := errorLines(err)
+		return Result{Name: CheckConfig, Status: StatusFail,
+			Finding: fmt.Sprintf("%s has %d %s", path, len(details), plural(len(details), "problem", "problems")),
+			Fix:     fmt.Sprintf("correct %s at the lines shown (or `switchboard config set KEY VALUE`), then run `switchboard doctor` again", path),
+			Details: details,
+		}, nil
+	}
+	var enabled []string
+	for _, c := range []struct {
+		name string
+		on   bool
+	}{{"console", cfg.Channels.Console.Enabled}, {"telegram", cfg.Channels.Telegram.Enabled},
+		{"slack", cfg.Channels.Slack.Enabled}, {"discord", cfg.Channels.Discord.Enabled}} {
+		if c.on {
+			enabled = append(enabled, c.name)
+		}
+	}
+	chans := "no channels enabled"
+	if len(enabled) > 0 {
+		chans = "channels: " + strings.Join(enabled, ", ")
+	}
+	what := "loaded " + path
+	if missing {
+		what = path + " not found: using the built-in defaults and the environment"
+	}
+	return Result{Name: CheckConfig, Status: StatusOK, Finding: what + " (" + chans + ")"}, cfg
+}
+
+// errorLines splits an error's text into its lines: errors.Join (which
+// config and bolt's Check use) puts one problem per line.
+func errorLines(err error) []string {
+	var out []string
+	for _, l := range strings.Split(err.Error(), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// ---- data dir ----
+
+// checkDataDir reports on bot.data_dir and whether the database check can
+// run in it.
+func (d *doctor) checkDataDir() (Result, bool) {
+	dir := d.cfg.ResolvePath(d.cfg.Bot.DataDir)
+	f := &finding{}
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		anc, afi, aerr := existingAncestor(dir)
+		switch {
+		case aerr != nil:
+			f.add(StatusFail, fmt.Sprintf("%s does not exist and cannot be created: %v", dir, describeFSErr(aerr)),
+				"point bot.data_dir at a directory this user can create")
+			return f.result(CheckDataDir), false
+		case !afi.IsDir():
+			f.add(StatusFail, fmt.Sprintf("%s cannot be created: %s is a file, not a directory", dir, anc),
+				fmt.Sprintf("move %s away or point bot.data_dir elsewhere", anc))
+			return f.result(CheckDataDir), false
+		case !accessible(anc, wOK|xOK):
+			f.add(StatusFail, fmt.Sprintf("%s does not exist and cannot be created: %s is not writable by this user", dir, anc),
+				fmt.Sprintf("create it yourself (mkdir -m 700 %s; chown it to the user switchboard runs as) or point bot.data_dir at a writable place", dir))
+			return f.result(CheckDataDir), false
+		}
+		f.add(StatusOK, fmt.Sprintf("%s does not exist yet; it will be created (mode 700)", dir), "")
+		d.checkFreeSpace(f, anc)
+		return f.result(CheckDataDir), true
+	case err != nil:
+		f.add(StatusFail, fmt.Sprintf("cannot inspect %s: %v", dir, describeFSErr(err)),
+			fmt.Sprintf("give this user access to %s (it needs to read, write and list it)", dir))
+		return f.result(CheckDataDir), false
+	case !fi.IsDir():
+		f.add(StatusFail, fmt.Sprintf("%s is a %s, not a directory", dir, fileKind(fi)),
+			fmt.Sprintf("bot.data_dir must name a directory: move %s aside (mv %s %s.bak) or set bot.data_dir to another path", dir, dir, dir))
+		return f.result(CheckDataDir), false
+	}
+
+	usable := true
+	if err := probeWritable(dir); err != nil {
+		f.add(StatusFail, fmt.Sprintf("%s is not writable by this user: %v", dir, describeFSErr(err)),
+			fmt.Sprintf("chown -R $(id -un) %s && chmod 700 %s (or run switchboard as the directory's owner)", dir, dir))
+		usable = false
+	} else {
+		f.add(StatusOK, dir+" is a writable directory", "")
+	}
+	perm := fi.Mode().Perm()
+	switch {
+	case perm&0o002 != 0:
+		f.add(StatusFail, fmt.Sprintf("it is world-writable (mode %03o): anyone on this machine can replace the database", perm),
+			"chmod 700 "+dir)
+	case perm&0o077 != 0:
+		f.add(StatusWarn, fmt.Sprintf("it is accessible to group/others (mode %03o) and holds conversations", perm),
+			"chmod 700 "+dir)
+	}
+	d.checkFreeSpace(f, dir)
+	return f.result(CheckDataDir), usable
+}
+
+// checkFreeSpace adds a warning when the filesystem holding dir is short of
+// space.
+func (d *doctor) checkFreeSpace(f *finding, dir string) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		f.add(StatusWarn, fmt.Sprintf("cannot read free disk space: %v", err), "check the filesystem holding "+dir)
+		return
+	}
+	free := uint64(st.Bavail) * uint64(st.Bsize)
+	if free < d.opts.MinFreeBytes {
+		f.add(StatusWarn, fmt.Sprintf("only %s free on its filesystem", humanBytes(free)),
+			fmt.Sprintf("free disk space (at least %s) or move bot.data_dir to a larger filesystem; BoltDB cannot commit when the disk is full", humanBytes(d.opts.MinFreeBytes)))
+		return
+	}
+	f.add(StatusOK, humanBytes(free)+" free", "")
+}
+
+// existingAncestor returns the nearest existing ancestor of p.
+func existingAncestor(p string) (string, os.FileInfo, error) {
+	for cur := filepath.Dir(p); ; cur = filepath.Dir(cur) {
+		fi, err := os.Stat(cur)
+		if err == nil {
+			return cur, fi, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return cur, nil, err
+		}
+		if next := filepath.Dir(cur); next == cur {
+			return cur, nil, err
+		}
+	}
+}
+
+const (
+	wOK = 0x2
+	xOK = 0x1
+)
+
+// accessible asks the kernel whether this user may access p with mode.
+func accessible(p string, mode uint32) bool {
+	return syscall.Access(p, mode) == nil
+}
+
+// probeWritable creates and removes a temporary file in dir.
+func probeWritable(dir string) error {
+	f, err := os.CreateTemp(dir, ".switchboard-doctor-*")
+	if err != nil {
+		return err
+	}
+	name := f.Name()
+	cerr := f.Close()
+	rerr := os.Remove(name)
+	return errors.Join(cerr, rerr)
+}
+
+func fileKind(fi os.FileInfo) string {
+	switch m := fi.Mode(); {
+	case m.IsRegular():
+		return "regular file"
+	case m&fs.ModeSymlink != 0:
+		return "symlink"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	}
+	return "non-directory"
+}
+
+// describeFSErr shortens *PathError to its cause (the path is already in the
+// sentence).
+func describeFSErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+func humanBytes(n uint64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := uint64(unit), 0
+	for m := n / unit; m >= unit && exp < 4; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTP"[exp])
+}
+
+// ---- database ----
+
+func (d *doctor) checkDatabase() Result {
+	path := d.cfg.DBPath()
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Result{Name: CheckDatabase, Status: StatusOK, Finding: path + " does not exist yet; it will be created on first run"}
+	}
+	if err != nil {
+		return Result{Name: CheckDatabase, Status: StatusFail,
+			Finding: fmt.Sprintf("cannot inspect %s: %v", path, describeFSErr(err)),
+			Fix:     fmt.Sprintf("give this user access to %s", path)}
+	}
+	if !fi.Mode().IsRegular() {
+		return Result{Name: CheckDatabase, Status: StatusFail,
+			Finding: fmt.Sprintf("%s is a %s, not a database file", path, fileKind(fi)),
+			Fix:     fmt.Sprintf("move %s aside; switchboard creates a fresh database on start", path)}
+	}
+	st, err := memory.Open(path, memory.Options{Timeout: d.opts.LockTimeout, Logger: d.log})
+	switch {
+	case errors.Is(err, memory.ErrInUse):
+		return Result{Name: CheckDatabase, Status: StatusWarn,
+			Finding: fmt.Sprintf("%s is locked by a running switchboard (the daemon is running); integrity check skipped", path),
+			Fix:     "stop the daemon and run `switchboard doctor` again to check the database"}
+	case errors.Is(err, memory.ErrInvalidDatabase):
+		return d.corruptResult(path, err)
+	case errors.Is(err, fs.ErrPermission):
+		return Result{Name: CheckDatabase, Status: StatusFail,
+			Finding: fmt.Sprintf("%s cannot be opened for writing: permission denied", path),
+			Fix:     fmt.Sprintf("chown $(id -un) %s && chmod 600 %s (or run switchboard as the file's owner)", path, path)}
+	case err != nil:
+		return Result{Name: CheckDatabase, Status: StatusFail,
+			Finding: fmt.Sprintf("cannot open %s: %v", path, err),
+			Fix:     fmt.Sprintf("if the file is damaged, stop switchboard and move it aside (mv %s %s.broken) or restore a backup", path, path)}
+	}
+	defer func() { _ = st.Close() }()
+	if err := st.Check(); err != nil {
+		return d.corruptResult(path, err)
+	}
+	f := &finding{}
+	f.add(StatusOK, fmt.Sprintf("%s is consistent (%s)", path, humanBytes(uint64(fi.Size()))), "")
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		f.add(StatusWarn, fmt.Sprintf("the file is accessible to group/others (mode %03o) and holds conversations", perm), "chmod 600 "+path)
+	}
+	return f.result(CheckDatabase)
+}
+
+func (d *doctor) corruptResult(path string, err error) Result {
+	details := errorLines(err)
+	if len(details) > 10 {
+		details = append(details[:10], fmt.Sprintf("… and %d more", len(details)-10))
+	}
+	return Result{Name: CheckDatabase, Status: StatusFail,
+		Finding: fmt.Sprintf("%s is damaged or not a switchboard database", path),
+		Fix: fmt.Sprintf("stop switchboard, then move the file aside to start fresh (mv %s %s.corrupt-%s) or restore it from a backup",
+			path, path, d.opts.Now().Format("20060102")),
+		Details: details}
+}
+
+// ---- webhooks and server ----
+
+// telegramSecretRe is what setWebhook accepts as secret_token.
+var telegramSecretRe = regexp.MustCompile(`^[A-Za-z0-9_-]{1,256}$`)
+
+func (d *doctor) checkWebhooks() Result {
+	f := &finding{}
+	tg, sl := d.cfg.Channels.Telegram, d.cfg.Channels.Slack
+	used := false
+	if tg.Enabled && tg.Mode == "webhook" {
+		used = true
+		switch {
+		case tg.WebhookURL == "":
+			f.add(StatusFail, "telegram webhook mode has no channels.telegram.webhook_url",
+				"set channels.telegram.webhook_url to the public https:// URL that reaches server.listen (e.g. through a TLS reverse proxy)")
+		case !strings.HasPrefix(strings.ToLower(tg.WebhookURL), "https://"):
+			f.add(StatusFail, fmt.Sprintf("telegram webhook_url %s is not https: Telegram only delivers updates to https URLs", redactURL(tg.WebhookURL)),
+				"serve the webhook through TLS (a reverse proxy in front of server.listen) and set channels.telegram.webhook_url to its https:// URL, or use mode: polling")
+		default:
+			f.add(StatusOK, "telegram webhook_url is https", "")
+		}
+		switch s := tg.WebhookSecret.Value(); {
+		case s == "":
+			f.add(StatusWarn, "telegram webhook_secret is empty: forged updates posted to the webhook cannot be told apart",
+				"set channels.telegram.webhook_secret (e.g. ${TELEGRAM_WEBHOOK_SECRET}, 1–256 characters of A-Z a-z 0-9 _ -)")
+		case !telegramSecretRe.MatchString(s):
+			f.add(StatusFail, "telegram webhook_secret has characters (or a length) Telegram's setWebhook rejects",
+				"use 1–256 characters of A-Z a-z 0-9 _ - only, e.g. the output of `openssl rand -hex 32`")
+		default:
+			f.add(StatusOK, "telegram webhook_secret is set", "")
+		}
+	}
+	if sl.Enabled && sl.Mode == "http" {
+		used = true
+		if !sl.SigningSecret.IsSet() {
+			f.add(StatusFail, "slack http mode has no signing secret: every event would be rejected",
+				"set SLACK_SIGNING_SECRET to the app's Signing Secret (Basic Information page)")
+		} else {
+			f.add(StatusOK, "slack signing secret is set", "")
+		}
+		if d.cfg.Server.Listen == "" {
+			f.add(StatusFail, "slack http mode needs server.listen", "set server.listen (e.g. 127.0.0.1:8787) behind your public HTTPS endpoint")
+		}
+	}
+	if !used {
+		f.add(StatusOK, "no channel uses webhooks", "")
+	}
+	return f.result(CheckWebhooks)
+}
+
+func (d *doctor) checkServer() Result {
+	listen := d.cfg.Server.Listen
+	if listen == "" {
+		return Result{Name: CheckServer, Status: StatusOK, Finding: "no HTTP listener (server.listen is empty)"}
+	}
+	if isLoopback(listen) {
+		return Result{Name: CheckServer, Status: StatusOK, Finding: listen + " is loopback only"}
+	}
+	if !d.cfg.Server.AdminToken.IsSet() {
+		return Result{Name: CheckServer, Status: StatusWarn,
+			Finding: listen + " accepts connections from other hosts and server.admin_token is empty: admin endpoints are refused to everyone, and /metrics is public",
+			Fix:     "set server.admin_token (e.g. admin_token: ${SWITCHBOARD_ADMIN_TOKEN}) or listen on 127.0.0.1 behind a reverse proxy"}
+	}
+	return Result{Name: CheckServer, Status: StatusOK, Finding: listen + " is reachable from other hosts; admin endpoints need server.admin_token"}
+}
+
+// isLoopback matches internal/daemon's rule for admin endpoints.
+func isLoopback(listen string) bool {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// ---- personas ----
+
+func (d *doctor) checkPersonas() Result {
+	dir := d.cfg.ResolvePath(d.cfg.Personas.Dir)
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return Result{Name: CheckPersonas, Status: StatusWarn,
+			Finding: dir + " does not exist: the built-in personas (assistant, reporter, buddy) will be written there on first run",
+			Fix:     "nothing to do if that is what you want; otherwise create " + dir + " with your persona *.md files or set personas.dir"}
+	case err != nil:
+		return Result{Name: CheckPersonas, Status: StatusFail,
+			Finding: fmt.Sprintf("cannot inspect %s: %v", dir, describeFSErr(err)),
+			Fix:     "give this user read access to " + dir}
+	case !fi.IsDir():
+		return Result{Name: CheckPersonas, Status: StatusFail,
+			Finding: fmt.Sprintf("%s is a %s, not a directory", dir, fileKind(fi)),
+			Fix:     "set personas.dir to a directory of persona *.md files, or move " + dir + " aside"}
+	}
+	set, errs := personas.Load(dir)
+	f := &finding{}
+	if set.Len() == 0 && len(errs) == 0 {
+		f.add(StatusWarn, dir+" holds no persona files: the built-in personas will be written there on first run",
+			"nothing to do if that is what you want; otherwise add persona *.md files")
+		return f.result(CheckPersonas)
+	}
+	f.add(StatusOK, fmt.Sprintf("%s: %d %s (%s)", dir, set.Len(), plural(set.Len(), "persona", "personas"), strings.Join(set.Names(), ", ")), "")
+	if len(errs) > 0 {
+		f.add(StatusWarn, fmt.Sprintf("%d %s could not be loaded and will be skipped", len(errs), plural(len(errs), "file", "files")),
+			"fix the files at the lines shown")
+		for _, e := range errs {
+			f.details = append(f.details, e.Error())
+		}
+	}
+	p := d.cfg.Personas
+	if missing := set.CheckRules(p.ByTarget, p.ByChannel, p.Default); len(missing) > 0 {
+		f.add(StatusWarn, fmt.Sprintf("%d persona %s in the config %s no file", len(missing), plural(len(missing), "name", "names"), plural(len(missing), "has", "have")),
+			"create the missing persona files or change personas.default / by_target / by_channel")
+		for _, e := range missing {
+			f.details = append(f.details, e.Error())
+		}
+	}
+	return f.result(CheckPersonas)
+}

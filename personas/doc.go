@@ -1,0 +1,68 @@
+// Package personas owns the persona files: one Markdown file per persona with
+// YAML front matter (go.yaml.in/yaml/v3) and a body that is the persona's
+// identity and voice; the three built-in defaults (assistant, reporter,
+// buddy) embedded with go:embed and written out on first run; the loader that
+// turns a directory into an immutable Set; and the Resolver that decides which
+// persona serves a chat and records per-chat choices (/persona NAME).
+//
+// A persona file looks like this:
+//
+//	---
+//	description: Concise daily reports
+//	language: auto
+//	model: gpt-4o-mini        # optional; "" = llm.model
+//	temperature: 0.3          # optional; absent = llm.temperature
+//	max_tokens: 1200          # optional; 0/absent = llm.max_tokens
+//	tools: [current_time]     # optional; absent = agent.tools, [] = no tools
+//	greeting: Short and friendly; mention one thing from the last chat.
+//	---
+//	You are the reporter of this workspace. ...
+//
+// Design decisions:
+//
+//   - Names. The persona's name is the file's stem: reporter.md is "reporter".
+//     A name is 1–64 characters of a-z, 0-9, _ and - (the rule config.yaml
+//     uses). The front-matter "name" key is optional; when present it must
+//     equal the stem, so two files can never claim one name and renaming a
+//     persona means renaming its file. Files that are not *.md, and files whose
+//     name starts with "." (editor swap files, our own temporary files), are
+//     ignored; subdirectories are not read.
+//   - Strict parsing. A file must start with a "---" line and close its front
+//     matter with another "---" line. Unknown keys, duplicate keys, values of
+//     the wrong type, an out-of-range temperature (0–2), a negative max_tokens,
+//     a name that does not match, invalid UTF-8 and an empty body are errors
+//     of type *ParseError naming file and line (lines count from the top of
+//     the file). A malformed file is skipped; the others load. A YAML null
+//     (`tools:` with nothing after it) means "absent".
+//   - Language is a hint, not a translator: "" or "auto" means "answer in the
+//     user's language"; any other value (e.g. "English", "de") adds one line to
+//     the identity given to the agent (Persona.AgentPersona).
+//   - Greeting holds style hints for the heartbeat's proactive messages; the
+//     agent does not see it in ordinary turns.
+//   - Defaults are written out only on first run: when the directory does not
+//     exist or holds no persona file. Each file is written under a temporary
+//     name and hard-linked into place, so an existing file is never
+//     overwritten, and an operator who deletes a default does not get it back
+//     on the next start. Directory 0755, files 0644.
+//   - Sets are immutable. The Resolver holds atomic pointers to the current
+//     Set and to the current rules (by_target, by_channel, default), so a live
+//     reload swaps them without locks and a turn never sees half of a reload.
+//   - Selection precedence (Resolver.Resolve): personas.by_target >
+//     the chat's own /persona choice (kept in the session's metadata, so it
+//     survives restarts; changing persona never touches history) >
+//     personas.by_channel > personas.default > the Set's own default.
+//     Threads: a thread target ("slack:C1:123.4") first looks for its own
+//     entry and then its chat's ("slack:C1") at each level, so a by_target
+//     binding of a chat — and a /persona choice made in the chat — applies to
+//     its threads, while a thread can still get its own choice. A name that
+//     no longer exists (the file was deleted and reloaded) is skipped with a
+//     warning and the next level decides.
+//   - Choose refuses an unknown name (ErrUnknownPersona) and a chat whose
+//     persona is pinned by personas.by_target (ErrPinned): the choice would
+//     be recorded but never take effect, which would mislead the user.
+//
+// Dependencies: personas sits above agent and channels (it implements
+// agent.PersonaSource and the channels.Personas interface with their types)
+// and below internal/daemon, which wires it. agent and channels do not import
+// personas.
+package personas
