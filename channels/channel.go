@@ -157,3 +157,11 @@ type Webhook interface {
 	WebhookPattern() string
 	WebhookHandler() http.Handler
 }
+
+// DeltaWriter is implemented by channels that show raw text deltas as they
+// arrive (a terminal) instead of editing a message. The final answer is still
+// delivered with Send; the channel knows what it already showed.
+type DeltaWriter interface {
+	WriteDelta(target Target, text string)
+	ResetDelta(target Target)
+}

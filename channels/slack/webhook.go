@@ -19,7 +19,13 @@ import (
 const maxWebhookBody = 1 << 20
 
 // WebhookPattern is where the daemon mounts WebhookHandler.
-func (c *Channel) WebhookPattern() string { return "POST /webhooks/slack/events" }
+// It is empty in Socket Mode, so the daemon mounts nothing.
+func (c *Channel) WebhookPattern() string {
+	if c.opts.Mode != ModeHTTP {
+		return ""
+	}
+	return "POST /webhooks/slack/events"
+}
 
 // WebhookHandler serves the Events API (HTTP mode). Every request's signature
 // is verified first; url_verification is answered with its challenge; an

@@ -1,0 +1,639 @@
+package channels
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/switchboard-bot/switchboard/agent"
+	"github.com/switchboard-bot/switchboard/memory"
+)
+
+// Store is what the handler needs from the durable store.
+type Store interface {
+	KV
+	Outbox
+	Accept(ctx context.Context, item memory.InboxItem) (id uint64, duplicate bool, err error)
+	InboxPending(ctx context.Context) ([]memory.InboxItem, error)
+	InboxDone(ctx context.Context, ids ...uint64) error
+	ResetSession(ctx context.Context, key string) error
+	Audit(ctx context.Context, rec memory.AuditRecord) error
+}
+
+// Agent runs one chat turn.
+type Agent interface {
+	ProcessMessage(ctx context.Context, req agent.Request) (agent.Result, error)
+}
+
+// Personas lets the handler resolve and change a chat's persona (/persona).
+type Personas interface {
+	// Names lists the available personas.
+	Names() []string
+	// Resolve returns the persona a turn in target uses.
+	Resolve(ctx context.Context, target Target) string
+	// Choose records a per-chat persona choice.
+	Choose(ctx context.Context, target Target, name string) error
+}
+
+// ErrClosed is returned by Handle after Close started: the adapter must not
+// acknowledge, the platform redelivers after the restart.
+var ErrClosed = errors.New("handler is shutting down")
+
+// ErrBusy is returned by Handle when a session's queue is full (backpressure):
+// the message is not persisted and not acknowledged, so the platform redelivers.
+var ErrBusy = errors.New("session queue is full")
+
+// HandlerOptions configures a Handler.
+type HandlerOptions struct {
+	Store  Store
+	Agent  Agent
+	Access AccessPolicy
+	// MaxConcurrentTurns caps agent turns running at once (default 16).
+	MaxConcurrentTurns int
+	// MaxQueue caps messages waiting per session (default 1000).
+	MaxQueue int
+	Outbound *Outbound
+	Personas Personas // optional
+	// Status, if set, adds daemon facts (channels, model, jobs) to /status.
+	Status func(ctx context.Context) string
+	// Formatting tells the model each platform's markup, by channel name.
+	Formatting map[string]string
+	BotName    string
+	Logger     *slog.Logger
+	Now        func() time.Time
+}
+
+// HandlerStats are counters since start.
+type HandlerStats struct {
+	Received, Duplicates, Ignored, Denied, Turns, TurnErrors, Commands uint64
+	QueueDepth, ActiveSessions                                         int
+}
+
+// Handler is the one place every platform's messages go through: filtering,
+// persisted dedup, access control, the durable inbox, commands, per-session
+// FIFO order with a global concurrency cap, the agent turn with streaming, and
+// delivery through the shared outbound path.
+type Handler struct {
+	store    Store
+	agent    Agent
+	out      *Outbound
+	personas Personas
+	status   func(context.Context) string
+	format   map[string]string
+	botName  string
+	log      *slog.Logger
+	now      func() time.Time
+	maxQueue int
+	pairing  *Pairing
+	access   atomic.Pointer[AccessPolicy]
+	sem      chan struct{}
+
+	baseCtx   context.Context
+	cancelAll context.CancelFunc
+	workers   sync.WaitGroup
+
+	mu       sync.Mutex
+	chans    map[string]Channel
+	sessions map[string]*session
+	closed   bool
+
+	received, duplicates, ignored, denied, turns, turnErrors, commands atomic.Uint64
+}
+
+type item struct {
+	id       uint64
+	msg      Message
+	decision Decision
+	answered bool // replay: the turn is committed, only delivery is left
+	answer   string
+	turnID   string
+}
+
+type session struct {
+	key     string
+	queue   []item
+	running bool
+	cancel  context.CancelFunc
+	stopped bool // the running turn was canceled by /stop
+}
+
+// NewHandler returns a Handler. Register channels before Replay and before
+// any adapter calls Handle.
+func NewHandler(o HandlerOptions) *Handler {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.MaxConcurrentTurns <= 0 {
+		o.MaxConcurrentTurns = 16
+	}
+	if o.MaxQueue <= 0 {
+		o.MaxQueue = 1000
+	}
+	if o.Outbound == nil {
+		o.Outbound = NewOutbound(o.Store, OutboundOptions{Logger: o.Logger})
+	}
+	if o.BotName == "" {
+		o.BotName = "Switchboard"
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &Handler{store: o.Store, agent: o.Agent, out: o.Outbound, personas: o.Personas, status: o.Status,
+		format: o.Formatting, botName: o.BotName, log: o.Logger, now: o.Now, maxQueue: o.MaxQueue,
+		pairing: NewPairing(o.Store, o.Now), sem: make(chan struct{}, o.MaxConcurrentTurns),
+		baseCtx: ctx, cancelAll: cancel, chans: map[string]Channel{}, sessions: map[string]*session{}}
+	pol := o.Access
+	h.access.Store(&pol)
+	return h
+}
+
+// Register makes ch available for delivery.
+func (h *Handler) Register(ch Channel) {
+	h.mu.Lock()
+	h.chans[ch.Name()] = ch
+	h.mu.Unlock()
+}
+
+// Channel returns the registered channel called name.
+func (h *Handler) Channel(name string) (Channel, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ch, ok := h.chans[name]
+	return ch, ok
+}
+
+// SetAccess replaces the access policy (config reload).
+func (h *Handler) SetAccess(p AccessPolicy) { h.access.Store(&p) }
+
+// Access returns the current access policy.
+func (h *Handler) Access() AccessPolicy { return *h.access.Load() }
+
+// Pairing returns the pairing registry.
+func (h *Handler) Pairing() *Pairing { return h.pairing }
+
+// Outbound returns the delivery path.
+func (h *Handler) Outbound() *Outbound { return h.out }
+
+// Handle implements Sink: it filters, deduplicates, checks access, persists
+// the message in the inbox and queues it. It never runs a turn inline.
+func (h *Handler) Handle(ctx context.Context, msg Message) error {
+	h.received.Add(1)
+	pol := h.Access()
+	d := pol.Decide(msg, false)
+	if d == NeedsPairing || (d == Deny && pol.Mode == AccessPairing) {
+		ok, err := h.pairing.IsApproved(ctx, msg.UserKey())
+		if err != nil {
+			return err
+		}
+		if ok {
+			d = pol.Decide(msg, true)
+		}
+	}
+	switch d {
+	case Ignore:
+		h.ignored.Add(1)
+		return nil
+	case Deny:
+		h.denied.Add(1)
+		h.log.Info("message from a user who is not allowed", "channel", msg.Channel, "user", msg.UserKey())
+		return nil
+	}
+	key := msg.Target().String()
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return ErrClosed
+	}
+	if s := h.sessions[key]; s != nil && len(s.queue) >= h.maxQueue {
+		h.mu.Unlock()
+		return ErrBusy
+	}
+	h.mu.Unlock()
+
+	payload, err := json.Marshal(msg)
+	if err != nil {
+		return fmt.Errorf("encode message: %w", err)
+	}
+	id, dup, err := h.store.Accept(ctx, memory.InboxItem{Channel: msg.Channel, MessageID: msg.MessageID,
+		SessionKey: key, Payload: payload, Received: h.now()})
+	if err != nil {
+		return fmt.Errorf("persist message: %w", err)
+	}
+	if dup {
+		h.duplicates.Add(1)
+		return nil
+	}
+	it := item{id: id, msg: msg, decision: d}
+	if d == Allow && commandName(msg.Text) == "stop" {
+		h.stopSession(key)
+	}
+	h.enqueue(key, it)
+	return nil
+}
+
+// Replay queues the inbox items left unfinished by a previous run: committed
+// turns are only delivered, the others run again. Call it once at start,
+// after registering channels.
+func (h *Handler) Replay(ctx context.Context) (int, error) {
+	items, err := h.store.InboxPending(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("read inbox: %w", err)
+	}
+	for _, in := range items {
+		var msg Message
+		if err := json.Unmarshal(in.Payload, &msg); err != nil {
+			h.log.Error("dropping unreadable inbox item", "id", in.ID, "err", err)
+			_ = h.store.InboxDone(ctx, in.ID)
+			continue
+		}
+		it := item{id: in.ID, msg: msg, decision: h.Access().Decide(msg, true)}
+		if in.State == "answered" {
+			it.answered, it.answer, it.turnID = true, in.Answer, in.TurnID
+		}
+		h.enqueue(in.SessionKey, it)
+	}
+	if len(items) > 0 {
+		h.log.Info("replaying unfinished messages from the inbox", "count", len(items))
+	}
+	return len(items), nil
+}
+
+func (h *Handler) enqueue(key string, it item) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.sessions[key]
+	if s == nil {
+		s = &session{key: key}
+		h.sessions[key] = s
+	}
+	s.queue = append(s.queue, it)
+	if !s.running {
+		s.running = true
+		h.workers.Add(1)
+		go h.work(s)
+	}
+}
+
+// work drains one session's queue, one turn at a time; it exits when the
+// queue is empty.
+func (h *Handler) work(s *session) {
+	defer h.workers.Done()
+	for {
+		h.mu.Lock()
+		if len(s.queue) == 0 {
+			s.running = false
+			delete(h.sessions, s.key)
+			h.mu.Unlock()
+			return
+		}
+		batch := takeBatch(&s.queue)
+		h.mu.Unlock()
+		h.process(s, batch)
+	}
+}
+
+// takeBatch removes the next unit of work: a replayed answer, a command, a
+// pairing request, or every consecutive chat message (mid-turn messages join
+// the next turn together).
+func takeBatch(q *[]item) []item {
+	first := (*q)[0]
+	if first.answered || first.decision != Allow || commandName(first.msg.Text) != "" {
+		*q = (*q)[1:]
+		return []item{first}
+	}
+	n := 1
+	for n < len(*q) {
+		it := (*q)[n]
+		if it.answered || it.decision != Allow || commandName(it.msg.Text) != "" {
+			break
+		}
+		n++
+	}
+	batch := append([]item(nil), (*q)[:n]...)
+	*q = (*q)[n:]
+	return batch
+}
+
+func (h *Handler) process(s *session, batch []item) {
+	first := batch[0]
+	switch {
+	case first.answered:
+		h.deliverAndFinish(first.msg, first.turnID, first.answer, batch)
+	case first.decision == NeedsPairing:
+		h.pair(first)
+	case commandName(first.msg.Text) != "":
+		h.commands.Add(1)
+		h.command(s, first)
+	default:
+		h.runTurn(s, batch)
+	}
+}
+
+// runTurn runs the agent for a batch of chat messages of one session.
+func (h *Handler) runTurn(s *session, batch []item) {
+	last := batch[len(batch)-1].msg
+	target := last.Target()
+	turnID := "in-" + strconv.FormatUint(batch[0].id, 10)
+	ch, ok := h.Channel(last.Channel)
+	if !ok {
+		h.log.Error("no channel to answer on", "channel", last.Channel)
+		h.done(batch)
+		return
+	}
+	ctx, cancel := context.WithCancel(h.baseCtx)
+	defer cancel()
+	h.mu.Lock()
+	s.cancel, s.stopped = cancel, false
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		s.cancel = nil
+		h.mu.Unlock()
+	}()
+
+	select {
+	case h.sem <- struct{}{}:
+	case <-ctx.Done():
+		h.finishCanceled(s, batch, last, turnID)
+		return
+	}
+	res, err := h.turn(ctx, ch, target, turnID, batch)
+	<-h.sem
+	h.turns.Add(1)
+	if err != nil {
+		if ctx.Err() != nil {
+			h.finishCanceled(s, batch, last, turnID)
+			return
+		}
+		h.turnErrors.Add(1)
+		h.log.Error("turn failed", "turn", turnID, "session", target.String(), "err", err)
+		h.deliverAndFinish(last, turnID, agent.FriendlyError(err), batch)
+		return
+	}
+	answer := res.Text
+	if strings.TrimSpace(answer) == "" {
+		answer = "(I have no answer to that.)"
+	}
+	h.deliverAndFinish(last, turnID, answer, batch)
+}
+
+// turn runs the agent with typing and streaming around it; both always stop
+// when the turn ends.
+func (h *Handler) turn(ctx context.Context, ch Channel, target Target, turnID string, batch []item) (agent.Result, error) {
+	last := batch[len(batch)-1].msg
+	if t, ok := ch.(Typer); ok {
+		stop := t.StartTyping(ctx, target)
+		defer stop()
+	}
+	var st *streamer
+	dw, _ := ch.(DeltaWriter)
+	if ed, ok := ch.(Editor); ok {
+		st = startStreamer(ctx, h.out, ch, ed, Delivery{Target: target, ReplyTo: replyTo(last), TurnID: turnID})
+		defer st.Stop()
+	}
+	req := agent.Request{
+		SessionKey: target.String(),
+		Text:       batchText(batch),
+		Media:      batchMedia(batch),
+		Runtime:    h.runtime(last),
+		Sources:    ids(batch),
+		TurnID:     turnID,
+		OnEvent: func(ev agent.Event) {
+			switch {
+			case ev.Kind == agent.EventTextDelta && st != nil:
+				st.Append(ev.Text)
+			case ev.Kind == agent.EventReset && st != nil:
+				st.Reset()
+			case ev.Kind == agent.EventTextDelta && dw != nil:
+				dw.WriteDelta(target, ev.Text)
+			case ev.Kind == agent.EventReset && dw != nil:
+				dw.ResetDelta(target)
+			}
+		},
+	}
+	if h.personas != nil {
+		req.Persona = h.personas.Resolve(ctx, target)
+	}
+	res, err := h.agent.ProcessMessage(ctx, req)
+	if st != nil {
+		st.Stop() // no draft edit may land after the final delivery starts
+	}
+	return res, err
+}
+
+func (h *Handler) finishCanceled(s *session, batch []item, last Message, turnID string) {
+	h.mu.Lock()
+	stopped := s.stopped
+	h.mu.Unlock()
+	if stopped {
+		// /stop: the user does not want these answered; the /stop command
+		// itself replies.
+		h.done(batch)
+		return
+	}
+	// Shutdown: leave the inbox items pending so the next start replays them.
+	h.log.Info("turn interrupted by shutdown; it will run again at start", "turn", turnID)
+}
+
+// deliverAndFinish delivers text as the answer to the batch and clears the
+// inbox items. A delivery that fails for good is logged and the items are
+// still cleared, so one unreachable chat cannot make every start replay it.
+func (h *Handler) deliverAndFinish(last Message, turnID, text string, batch []item) {
+	ctx := h.baseCtx
+	if h.closing() {
+		ctx = context.Background()
+	}
+	ch, ok := h.Channel(last.Channel)
+	if ok {
+		_, err := h.out.Deliver(ctx, ch, Delivery{Target: last.Target(), ReplyTo: replyTo(last), TurnID: turnID, Markdown: text})
+		if err != nil {
+			h.log.Error("delivery failed", "turn", turnID, "target", last.Target().String(), "err", err)
+			if ctx.Err() != nil {
+				return // shutting down mid-delivery: replay finishes it
+			}
+		}
+	}
+	h.done(batch)
+}
+
+// reply answers a command or pairing message.
+func (h *Handler) reply(it item, text string) {
+	h.deliverAndFinish(it.msg, "in-"+strconv.FormatUint(it.id, 10), text, []item{it})
+}
+
+func (h *Handler) done(batch []item) {
+	if err := h.store.InboxDone(context.WithoutCancel(h.baseCtx), ids(batch)...); err != nil {
+		h.log.Error("clear inbox", "err", err)
+	}
+}
+
+func (h *Handler) pair(it item) {
+	req, created, err := h.pairing.Request(h.baseCtx, it.msg)
+	switch {
+	case errors.Is(err, ErrPairingFull):
+		h.log.Warn("pairing request refused: too many pending codes", "channel", it.msg.Channel, "user", it.msg.UserKey())
+		h.done([]item{it})
+		return
+	case err != nil:
+		h.log.Error("pairing request", "err", err)
+		h.done([]item{it})
+		return
+	case !created:
+		h.done([]item{it}) // the code was already sent; stay quiet
+		return
+	}
+	h.audit(it.msg.UserKey(), "pairing.request", it.msg.Target().String(), "code issued", "")
+	h.log.Info("pairing code issued", "user", it.msg.UserKey(), "name", it.msg.Sender.Name, "code", req.Code)
+	h.reply(it, fmt.Sprintf("Hi! I don't know you yet. Ask the operator of %s to approve this pairing code (valid for 1 hour):\n\n`%s`\n\n(switchboard pairing approve %s)", h.botName, req.Code, req.Code))
+}
+
+// stopSession cancels the running turn of key and drops its queued chat messages.
+func (h *Handler) stopSession(key string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.sessions[key]
+	if s == nil {
+		return
+	}
+	if s.cancel != nil {
+		s.stopped = true
+		s.cancel()
+	}
+	var dropped []item
+	kept := s.queue[:0]
+	for _, it := range s.queue {
+		if it.decision == Allow && !it.answered && commandName(it.msg.Text) == "" {
+			dropped = append(dropped, it)
+			continue
+		}
+		kept = append(kept, it)
+	}
+	s.queue = kept
+	if len(dropped) > 0 {
+		go h.done(dropped)
+	}
+}
+
+func (h *Handler) runtime(m Message) agent.Runtime {
+	ct := "group"
+	switch {
+	case m.Direct:
+		ct = "direct"
+	case m.ThreadID != "":
+		ct = "thread"
+	}
+	return agent.Runtime{Channel: m.Channel, ChatType: ct, SenderName: m.Sender.Name, Formatting: h.format[m.Channel]}
+}
+
+func (h *Handler) audit(actor, action, sess, detail, errText string) {
+	err := h.store.Audit(context.WithoutCancel(h.baseCtx), memory.AuditRecord{Time: h.now(), Actor: actor,
+		Action: action, Session: sess, Detail: detail, Error: errText})
+	if err != nil {
+		h.log.Error("audit", "err", err)
+	}
+}
+
+// Stats returns counters and queue depth.
+func (h *Handler) Stats() HandlerStats {
+	h.mu.Lock()
+	depth := 0
+	for _, s := range h.sessions {
+		depth += len(s.queue)
+	}
+	active := len(h.sessions)
+	h.mu.Unlock()
+	return HandlerStats{Received: h.received.Load(), Duplicates: h.duplicates.Load(), Ignored: h.ignored.Load(),
+		Denied: h.denied.Load(), Turns: h.turns.Load(), TurnErrors: h.turnErrors.Load(),
+		Commands: h.commands.Load(), QueueDepth: depth, ActiveSessions: active}
+}
+
+// Busy reports whether key has a turn running or queued (the heartbeat skips busy sessions).
+func (h *Handler) Busy(key string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, ok := h.sessions[key]
+	return ok
+}
+
+// Deliver sends text to target through the shared outbound path (heartbeat,
+// jobs, send_message). turnID keys the outbox record ("" = not recorded).
+func (h *Handler) Deliver(ctx context.Context, target Target, turnID, text string) ([]string, error) {
+	ch, ok := h.Channel(target.Channel)
+	if !ok {
+		return nil, fmt.Errorf("deliver to %s: channel %q is not running", target, target.Channel)
+	}
+	return h.out.Deliver(ctx, ch, Delivery{Target: target, TurnID: turnID, Markdown: text})
+}
+
+func (h *Handler) closing() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.closed
+}
+
+// Close stops intake, lets running turns finish until ctx is done, then
+// cancels what is left (their inbox items stay for the next start) and waits.
+func (h *Handler) Close(ctx context.Context) {
+	h.mu.Lock()
+	h.closed = true
+	h.mu.Unlock()
+	done := make(chan struct{})
+	go func() { h.workers.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		h.cancelAll()
+		<-done
+	}
+	h.cancelAll()
+}
+
+func batchText(batch []item) string {
+	if len(batch) == 1 {
+		return batch[0].msg.Text
+	}
+	var b strings.Builder
+	for i, it := range batch {
+		if i > 0 {
+			b.WriteString("\n\n")
+		}
+		if !it.msg.Direct && it.msg.Sender.Name != "" {
+			b.WriteString(it.msg.Sender.Name + ": ")
+		}
+		b.WriteString(it.msg.Text)
+	}
+	return b.String()
+}
+
+func batchMedia(batch []item) []agent.Media {
+	var out []agent.Media
+	for _, it := range batch {
+		for _, m := range it.msg.Media {
+			out = append(out, agent.Media{MIME: m.MIME, Name: m.Name, Data: m.Data})
+		}
+	}
+	return out
+}
+
+func ids(batch []item) []uint64 {
+	out := make([]uint64, len(batch))
+	for i, it := range batch {
+		out[i] = it.id
+	}
+	return out
+}
+
+func replyTo(m Message) string {
+	if m.Direct {
+		return ""
+	}
+	return m.MessageID
+}

@@ -1,0 +1,259 @@
+package channels
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/switchboard-bot/switchboard/memory"
+)
+
+// Outbox is the part of the store that records deliveries: an intent before
+// each platform call, the platform's receipt after.
+type Outbox interface {
+	OutboxIntent(ctx context.Context, r memory.OutboxRecord) (uint64, error)
+	OutboxResult(ctx context.Context, id uint64, status, platformID, errText string) error
+	OutboxForTurn(ctx context.Context, turnID string) ([]memory.OutboxRecord, error)
+}
+
+// Outbox record statuses.
+const (
+	OutboxPending   = "pending"
+	OutboxDelivered = "delivered"
+	OutboxFailed    = "failed"
+)
+
+// Delivery is one answer to deliver.
+type Delivery struct {
+	Target   Target
+	ReplyTo  string // platform message id to reply to (groups)
+	TurnID   string // outbox key; "" = not recorded
+	Markdown string
+}
+
+// OutboundStats counts what the outbound path did.
+type OutboundStats struct {
+	Sent, Edited, Retried, Failed, Resent uint64
+}
+
+// Outbound is the shared delivery path: format and split through the channel,
+// record each chunk's intent and receipt in the outbox, retry by error class
+// (rate limits wait RetryAfter, temporary errors back off, permanent and
+// ambiguous errors are not retried) and edit streamed drafts into the final text.
+type Outbound struct {
+	outbox      Outbox
+	log         *slog.Logger
+	sleep       func(ctx context.Context, d time.Duration) error
+	maxAttempts int
+	baseDelay   time.Duration
+	maxDelay    time.Duration
+	maxWait     time.Duration
+
+	sent, edited, retried, failed, resent atomic.Uint64
+}
+
+// OutboundOptions configures an Outbound. Zero values take defaults.
+type OutboundOptions struct {
+	Logger      *slog.Logger
+	Sleep       func(ctx context.Context, d time.Duration) error // default: a timer that honours ctx
+	MaxAttempts int                                              // default 6
+	BaseDelay   time.Duration                                    // default 1s, doubling
+	MaxDelay    time.Duration                                    // default 30s
+	MaxWait     time.Duration                                    // longest retry_after honoured, default 5m
+}
+
+// NewOutbound returns an Outbound recording into outbox (which may be nil).
+func NewOutbound(outbox Outbox, o OutboundOptions) *Outbound {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Sleep == nil {
+		o.Sleep = SleepContext
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = 6
+	}
+	if o.BaseDelay <= 0 {
+		o.BaseDelay = time.Second
+	}
+	if o.MaxDelay <= 0 {
+		o.MaxDelay = 30 * time.Second
+	}
+	if o.MaxWait <= 0 {
+		o.MaxWait = 5 * time.Minute
+	}
+	return &Outbound{outbox: outbox, log: o.Logger, sleep: o.Sleep, maxAttempts: o.MaxAttempts,
+		baseDelay: o.BaseDelay, maxDelay: o.MaxDelay, maxWait: o.MaxWait}
+}
+
+// SleepContext waits d or until ctx is done.
+func SleepContext(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// Stats returns counters since start.
+func (o *Outbound) Stats() OutboundStats {
+	return OutboundStats{Sent: o.sent.Load(), Edited: o.edited.Load(), Retried: o.retried.Load(),
+		Failed: o.failed.Load(), Resent: o.resent.Load()}
+}
+
+// Deliver sends d through ch and returns the platform ids of the chunks, in
+// order. Chunks the outbox shows as already delivered with the same text are
+// skipped; delivered drafts (streamed messages) are edited into the final
+// text; a chunk with an intent but no receipt (a crash mid-send) is sent again
+// and counted as a resend.
+func (o *Outbound) Deliver(ctx context.Context, ch Channel, d Delivery) ([]string, error) {
+	chunks := ch.Format(d.Markdown)
+	if len(chunks) == 0 {
+		return nil, nil
+	}
+	existing, err := o.latest(ctx, d.TurnID)
+	if err != nil {
+		return nil, err
+	}
+	editor, canEdit := ch.(Editor)
+	ids := make([]string, 0, len(chunks))
+	for i, c := range chunks {
+		rec, has := existing[i]
+		if has && rec.Status == OutboxDelivered && rec.PlatformID != "" {
+			if rec.Text == c.Text || !canEdit {
+				ids = append(ids, rec.PlatformID)
+				continue
+			}
+			if err := o.edit(ctx, editor, d, i, rec.PlatformID, c); err != nil {
+				return ids, err
+			}
+			ids = append(ids, rec.PlatformID)
+			continue
+		}
+		if has && rec.Status == OutboxPending {
+			o.resent.Add(1)
+			o.log.Warn("resending a chunk whose earlier send has no receipt",
+				"target", d.Target.String(), "turn", d.TurnID, "chunk", i)
+		}
+		id, err := o.send(ctx, ch, d, i, c)
+		if err != nil {
+			return ids, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+// SendChunk sends one chunk of d with retries and outbox records; the streaming
+// path uses it for drafts.
+func (o *Outbound) send(ctx context.Context, ch Channel, d Delivery, i int, c Chunk) (string, error) {
+	var recID uint64
+	if o.outbox != nil && d.TurnID != "" {
+		id, err := o.outbox.OutboxIntent(ctx, memory.OutboxRecord{Target: d.Target.String(), TurnID: d.TurnID,
+			Chunk: i, Text: c.Text, Status: OutboxPending})
+		if err != nil {
+			return "", fmt.Errorf("record send intent: %w", err)
+		}
+		recID = id
+	}
+	out := Outgoing{Target: d.Target, Text: c.Text, Plain: c.Plain, ReplyTo: d.ReplyTo, Nonce: nonce(d.TurnID, i)}
+	pid, err := o.retry(ctx, func(ctx context.Context) (string, error) { return ch.Send(ctx, out) })
+	if recID != 0 {
+		status, errText := OutboxDelivered, ""
+		if err != nil {
+			status, errText = OutboxFailed, err.Error()
+		}
+		// Record the receipt even when ctx was canceled mid-way.
+		if rerr := o.outbox.OutboxResult(context.WithoutCancel(ctx), recID, status, pid, errText); rerr != nil {
+			o.log.Error("record send result", "err", rerr, "turn", d.TurnID)
+		}
+	}
+	if err != nil {
+		o.failed.Add(1)
+		return "", fmt.Errorf("send to %s: %w", d.Target, err)
+	}
+	o.sent.Add(1)
+	return pid, nil
+}
+
+func (o *Outbound) edit(ctx context.Context, ed Editor, d Delivery, i int, pid string, c Chunk) error {
+	_, err := o.retry(ctx, func(ctx context.Context) (string, error) {
+		return pid, ed.Edit(ctx, d.Target, pid, c.Text)
+	})
+	if err != nil {
+		o.failed.Add(1)
+		return fmt.Errorf("edit %s in %s: %w", pid, d.Target, err)
+	}
+	o.edited.Add(1)
+	if o.outbox != nil && d.TurnID != "" {
+		id, ierr := o.outbox.OutboxIntent(ctx, memory.OutboxRecord{Target: d.Target.String(), TurnID: d.TurnID,
+			Chunk: i, Text: c.Text, Status: OutboxPending})
+		if ierr == nil {
+			ierr = o.outbox.OutboxResult(ctx, id, OutboxDelivered, pid, "")
+		}
+		if ierr != nil {
+			o.log.Error("record edit", "err", ierr, "turn", d.TurnID)
+		}
+	}
+	return nil
+}
+
+// retry runs op until it succeeds, fails permanently or attempts run out.
+func (o *Outbound) retry(ctx context.Context, op func(context.Context) (string, error)) (string, error) {
+	delay := o.baseDelay
+	for attempt := 1; ; attempt++ {
+		id, err := op(ctx)
+		if err == nil {
+			return id, nil
+		}
+		kind, after := ClassifyError(err)
+		if kind == KindPermanent || kind == KindAmbiguous || attempt >= o.maxAttempts || ctx.Err() != nil {
+			return "", err
+		}
+		wait := delay
+		if kind == KindRateLimited {
+			wait = min(max(after, 10*time.Millisecond), o.maxWait)
+		} else {
+			delay = min(delay*2, o.maxDelay)
+		}
+		o.retried.Add(1)
+		o.log.Debug("retrying delivery", "kind", kind.String(), "wait", wait, "attempt", attempt, "err", err)
+		if err := o.sleep(ctx, wait); err != nil {
+			return "", err
+		}
+	}
+}
+
+// latest maps chunk index → newest outbox record of the turn.
+func (o *Outbound) latest(ctx context.Context, turnID string) (map[int]memory.OutboxRecord, error) {
+	out := map[int]memory.OutboxRecord{}
+	if o.outbox == nil || turnID == "" {
+		return out, nil
+	}
+	recs, err := o.outbox.OutboxForTurn(ctx, turnID)
+	if err != nil {
+		return nil, fmt.Errorf("read outbox: %w", err)
+	}
+	for _, r := range recs {
+		if cur, ok := out[r.Chunk]; !ok || r.ID > cur.ID {
+			out[r.Chunk] = r
+		}
+	}
+	return out, nil
+}
+
+func nonce(turnID string, i int) string {
+	if turnID == "" {
+		return ""
+	}
+	return turnID + "/" + strconv.Itoa(i)
+}

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/switchboard-bot/switchboard/internal/config"
+)
+
+func (a *app) configCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "config", Short: "Validate, read and edit config.yaml"}
+	cmd.AddCommand(&cobra.Command{
+		Use:   "validate",
+		Short: "Check config.yaml and report every problem with its line",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if _, err := a.loadConfig(); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "%s is valid\n", a.configPath)
+			return nil
+		},
+	}, &cobra.Command{
+		Use:   "get KEY",
+		Short: "Print a key's value (secrets are shown as [redacted])",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			cfg, err := a.loadConfig()
+			if err != nil {
+				return err
+			}
+			v, err := config.Get(cfg, args[0])
+			if err != nil {
+				return usageErr(err)
+			}
+			fmt.Fprintln(a.stdout, v)
+			return nil
+		},
+	}, &cobra.Command{
+		Use:   "set KEY VALUE",
+		Short: "Set a key in config.yaml in place, keeping comments; refuses an edit that would not load",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(_ *cobra.Command, args []string) error {
+			if err := config.SetInFile(a.configPath, args[0], args[1]); err != nil {
+				return usageErr(err)
+			}
+			fmt.Fprintf(a.stdout, "set %s in %s\n", args[0], a.configPath)
+			return nil
+		},
+	}, &cobra.Command{
+		Use:   "unset KEY",
+		Short: "Remove a key from config.yaml (it falls back to its default)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			if err := config.UnsetInFile(a.configPath, args[0]); err != nil {
+				return usageErr(err)
+			}
+			fmt.Fprintf(a.stdout, "unset %s in %s\n", args[0], a.configPath)
+			return nil
+		},
+	})
+	return cmd
+}

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/switchboard-bot/switchboard/internal/config"
+	"github.com/switchboard-bot/switchboard/internal/daemon"
+	"github.com/switchboard-bot/switchboard/memory"
+)
+
+// openStore opens the store for a CLI command, explaining a running daemon.
+func (a *app) openStore() (*memory.Store, *config.Config, error) {
+	cfg, err := a.loadConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := daemon.OpenStore(cfg, nil)
+	if errors.Is(err, memory.ErrInUse) {
+		return nil, cfg, fmt.Errorf("%w\nthe daemon is running and holds %s: stop it first, or use `switchboard status` / the /admin endpoints", err, cfg.DBPath())
+	}
+	return st, cfg, err
+}
+
+func (a *app) sessionsCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "sessions", Short: "List, show, export and reset conversations"}
+	cmd.AddCommand(&cobra.Command{
+		Use:   "list",
+		Short: "List sessions, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, _, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			list, err := st.ListSessions(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if len(list) == 0 {
+				fmt.Fprintln(a.stdout, "no sessions yet")
+				return nil
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "SESSION\tTURNS\tMESSAGES\tTOKENS\tPERSONA\tUPDATED")
+			for _, s := range list {
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\n", s.Key, s.Turns, s.Messages, s.Usage.TotalTokens,
+					orDash(s.Persona), s.Updated.Local().Format(time.DateTime))
+			}
+			return tw.Flush()
+		},
+	})
+	var archives bool
+	show := &cobra.Command{
+		Use:   "show KEY",
+		Short: "Print a session's conversation (--archives: also the ones before each /reset)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, _, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			return a.showSession(cmd.Context(), st, args[0], archives)
+		},
+	}
+	show.Flags().BoolVar(&archives, "archives", false, "also print archived conversations")
+	cmd.AddCommand(show, &cobra.Command{
+		Use:   "export KEY",
+		Short: "Write a session (with its archives) as JSON to stdout",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, _, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			return st.ExportSession(cmd.Context(), args[0], a.stdout)
+		},
+	}, &cobra.Command{
+		Use:   "reset KEY",
+		Short: "Start a fresh conversation in a session (the old one is archived)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, _, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			if err := st.ResetSession(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "reset %s (the previous conversation is archived)\n", args[0])
+			return nil
+		},
+	})
+	return cmd
+}
+
+func (a *app) showSession(ctx context.Context, st *memory.Store, key string, archives bool) error {
+	meta, ok, err := st.Session(ctx, key)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return usageErr(fmt.Errorf("no session %q (see `switchboard sessions list`)", key))
+	}
+	fmt.Fprintf(a.stdout, "session %s — %d turns, %d tokens, persona %s\n", meta.Key, meta.Turns, meta.Usage.TotalTokens, orDash(meta.Persona))
+	if archives {
+		infos, err := st.ArchivedSessions(ctx, key)
+		if err != nil {
+			return err
+		}
+		for _, info := range infos {
+			arc, err := st.LoadArchive(ctx, key, info.ID)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "\n=== archived %s (%s)\n", info.ID, info.Archived.Local().Format(time.DateTime))
+			a.printTurns(arc.Turns)
+		}
+		fmt.Fprintln(a.stdout, "\n=== current")
+	}
+	turns, err := st.SessionTurns(ctx, key)
+	if err != nil {
+		return err
+	}
+	a.printTurns(turns)
+	return nil
+}
+
+func (a *app) printTurns(turns []memory.Turn) {
+	for _, t := range turns {
+		for _, m := range t.Messages {
+			ts := m.Time.Local().Format("15:04:05")
+			switch {
+			case m.Role == memory.RoleAssistant && len(m.ToolCalls) > 0:
+				for _, c := range m.ToolCalls {
+					fmt.Fprintf(a.stdout, "[%s] assistant → %s(%s)\n", ts, c.Name, clip(c.Arguments, 120))
+				}
+			case m.Role == memory.RoleTool:
+				fmt.Fprintf(a.stdout, "[%s] tool %s: %s\n", ts, m.Name, clip(m.Content, 200))
+			default:
+				fmt.Fprintf(a.stdout, "[%s] %s: %s\n", ts, m.Role, m.Content)
+			}
+		}
+	}
+}
+
+func clip(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,279 @@
+// Package daemon wires Switchboard together from a config: the BoltDB store,
+// the agent, the shared handler and every enabled channel, each channel under
+// its own supervisor (restart with backoff; one channel's crash never stops
+// the others), the HTTP server on server.listen (health, readiness, webhooks,
+// the local admin endpoints), replay of the inbox at start, and graceful
+// shutdown (stop intake, let turns finish within a grace period, close the store).
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/switchboard-bot/switchboard/agent"
+	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/console"
+	"github.com/switchboard-bot/switchboard/internal/config"
+	"github.com/switchboard-bot/switchboard/memory"
+)
+
+// Options configures a Daemon.
+type Options struct {
+	Config *config.Config
+	Logger *slog.Logger
+	// Console I/O (defaults: os.Stdin / os.Stdout) and whether to print a prompt.
+	Stdin         io.Reader
+	Stdout        io.Writer
+	ConsolePrompt bool
+	// OnlyConsole runs the console channel alone (switchboard chat).
+	OnlyConsole bool
+	// QuitOnEOF stops the daemon when console input ends.
+	QuitOnEOF bool
+	// Channels are extra channels to run (tests use console.Memory).
+	Channels []channels.Channel
+	// HTTPClient is used by the model provider and adapters (tests inject one).
+	HTTPClient *http.Client
+	// ShutdownGrace bounds how long running turns may finish at shutdown (default 10s).
+	ShutdownGrace time.Duration
+	// RestartBackoff is the supervisor's first restart delay (default 1s).
+	RestartBackoff time.Duration
+	Now            func() time.Time
+}
+
+// Daemon is a running Switchboard.
+type Daemon struct {
+	cfg     *config.Config
+	log     *slog.Logger
+	store   *memory.Store
+	agent   *agent.Agent
+	handler *channels.Handler
+	chans   []channels.Channel
+	opts    Options
+
+	mu     sync.Mutex
+	sups   map[string]*supervisor
+	server *http.Server
+	addr   net.Addr
+	ready  chan struct{}
+	quit   chan struct{}
+	quitMu sync.Once
+}
+
+// New opens the store and builds the agent, handler and channels. It does not
+// connect anything; Run does.
+func New(ctx context.Context, o Options) (*Daemon, error) {
+	if o.Config == nil {
+		return nil, errors.New("daemon: no config")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.ShutdownGrace <= 0 {
+		o.ShutdownGrace = 10 * time.Second
+	}
+	cfg := o.Config
+	store, err := OpenStore(cfg, o.Logger)
+	if err != nil {
+		return nil, err
+	}
+	ag, err := NewAgent(cfg, store, o.Logger, o.HTTPClient)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	d := &Daemon{cfg: cfg, log: o.Logger, store: store, agent: ag, opts: o, sups: map[string]*supervisor{},
+		ready: make(chan struct{}), quit: make(chan struct{})}
+	d.handler = channels.NewHandler(channels.HandlerOptions{
+		Store:              store,
+		Agent:              ag,
+		Access:             accessPolicy(cfg),
+		MaxConcurrentTurns: cfg.Agent.MaxConcurrentTurns,
+		Outbound:           channels.NewOutbound(store, channels.OutboundOptions{Logger: o.Logger}),
+		Status:             d.statusFacts,
+		Formatting:         formattingHints,
+		BotName:            cfg.Bot.Name,
+		Logger:             o.Logger,
+		Now:                o.Now,
+	})
+	chs, err := d.buildChannels(ctx)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	d.chans = append(chs, o.Channels...)
+	for _, ch := range d.chans {
+		d.handler.Register(ch)
+	}
+	return d, nil
+}
+
+// OpenStore opens <data_dir>/switchboard.db with the config's retention.
+func OpenStore(cfg *config.Config, log *slog.Logger) (*memory.Store, error) {
+	st, err := memory.Open(cfg.DBPath(), memory.Options{
+		Timeout:         time.Second,
+		Logger:          log,
+		DedupTTL:        cfg.Retention.DedupTTL,
+		AuditMaxAge:     cfg.Retention.AuditMaxAge,
+		AuditMaxRecords: cfg.Retention.AuditMaxRecords,
+		RunsPerJob:      cfg.Retention.RunsPerJob,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open the data store: %w", err)
+	}
+	return st, nil
+}
+
+func accessPolicy(cfg *config.Config) channels.AccessPolicy {
+	return channels.AccessPolicy{Mode: cfg.Access.Mode, AllowFrom: cfg.Access.AllowFrom, Groups: cfg.Access.Groups,
+		AllowBots: cfg.Access.AllowBots, Admins: cfg.Bot.Admins}
+}
+
+// formattingHints tell the model how each platform shows its Markdown.
+var formattingHints = map[string]string{
+	"telegram": "Telegram: your Markdown is converted to Telegram HTML; use bold, italic, code, code blocks, links and simple lists; no tables.",
+	"slack":    "Slack: your Markdown is converted to Slack mrkdwn; use bold, italic, code, code blocks, links and simple lists; no tables or headings.",
+	"discord":  "Discord: Discord Markdown is shown as is; keep answers under a few paragraphs; no tables.",
+	"console":  "Terminal: plain text with light Markdown.",
+}
+
+// Handler returns the shared handler.
+func (d *Daemon) Handler() *channels.Handler { return d.handler }
+
+// Agent returns the agent.
+func (d *Daemon) Agent() *agent.Agent { return d.agent }
+
+// Store returns the store.
+func (d *Daemon) Store() *memory.Store { return d.store }
+
+// Addr is the HTTP server's address once Run has started it (nil before).
+func (d *Daemon) Addr() net.Addr {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.addr
+}
+
+// Ready is closed once Run has replayed the inbox and started every channel.
+func (d *Daemon) Ready() <-chan struct{} { return d.ready }
+
+// Run serves until ctx is canceled, then shuts down gracefully and closes the
+// store. It returns an error only if the daemon could not start.
+func (d *Daemon) Run(ctx context.Context) error {
+	if err := d.startHTTP(); err != nil {
+		d.store.Close()
+		return err
+	}
+	if n, err := d.handler.Replay(ctx); err != nil {
+		d.log.Error("replay inbox", "err", err)
+	} else if n > 0 {
+		d.log.Info("inbox replay queued", "items", n)
+	}
+	runCtx, cancelChannels := context.WithCancel(context.Background())
+	defer cancelChannels()
+	for _, ch := range d.chans {
+		sup := newSupervisor(ch, d.handler, d.log, d.opts.RestartBackoff, time.Minute)
+		d.mu.Lock()
+		d.sups[ch.Name()] = sup
+		d.mu.Unlock()
+		sup.start(runCtx)
+	}
+	d.log.Info("switchboard is running", "channels", d.channelNames(), "listen", d.addrString(), "model", d.cfg.LLM.Model)
+	close(d.ready)
+
+	select {
+	case <-ctx.Done():
+	case <-d.quit:
+	}
+	d.log.Info("shutting down")
+	grace, cancel := context.WithTimeout(context.Background(), d.opts.ShutdownGrace)
+	defer cancel()
+	d.handler.Close(grace) // stop intake; finish or cancel turns
+	for _, sup := range d.supervisors() {
+		sup.stop()
+	}
+	d.stopHTTP()
+	if err := d.store.Close(); err != nil {
+		d.log.Error("close store", "err", err)
+	}
+	d.log.Info("stopped")
+	return nil
+}
+
+func (d *Daemon) supervisors() []*supervisor {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]*supervisor, 0, len(d.sups))
+	for _, s := range d.sups {
+		out = append(out, s)
+	}
+	return out
+}
+
+func (d *Daemon) channelNames() []string {
+	out := make([]string, len(d.chans))
+	for i, ch := range d.chans {
+		out[i] = ch.Name()
+	}
+	return out
+}
+
+func (d *Daemon) addrString() string {
+	if a := d.Addr(); a != nil {
+		return a.String()
+	}
+	return ""
+}
+
+// buildChannels constructs the enabled platform channels.
+func (d *Daemon) buildChannels(ctx context.Context) ([]channels.Channel, error) {
+	cfg := d.cfg
+	var out []channels.Channel
+	if cfg.Channels.Console.Enabled || d.opts.OnlyConsole {
+		co := console.Options{In: d.opts.Stdin, Out: d.opts.Stdout, Prompt: d.opts.ConsolePrompt}
+		if d.opts.QuitOnEOF {
+			co.OnEOF = d.Stop
+		}
+		out = append(out, console.New(co))
+	}
+	if d.opts.OnlyConsole {
+		return out, nil
+	}
+	platform, err := d.platformChannels(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, platform...), nil
+}
+
+// ChannelStates reports each channel's supervisor state.
+func (d *Daemon) ChannelStates() map[string]supervisorState {
+	out := map[string]supervisorState{}
+	for name, s := range d.supervisorsByName() {
+		out[name] = s.state()
+	}
+	return out
+}
+
+func (d *Daemon) supervisorsByName() map[string]*supervisor {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make(map[string]*supervisor, len(d.sups))
+	for k, v := range d.sups {
+		out[k] = v
+	}
+	return out
+}
+
+// Stop asks Run to shut down; idempotent.
+func (d *Daemon) Stop() { d.quitMu.Do(func() { close(d.quit) }) }
+
+func fmtAny(v any) string { return fmt.Sprint(v) }

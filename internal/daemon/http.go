@@ -1,0 +1,150 @@
+package daemon
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/switchboard-bot/switchboard/channels"
+)
+
+// startHTTP serves /healthz, /readyz, webhooks and the admin endpoints on
+// server.listen. An empty listen address disables the server.
+func (d *Daemon) startHTTP() error {
+	listen := d.cfg.Server.Listen
+	if listen == "" {
+		return nil
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /readyz", d.serveReady)
+	for _, ch := range d.chans {
+		if wh, ok := ch.(channels.Webhook); ok && wh.WebhookPattern() != "" {
+			mux.Handle(wh.WebhookPattern(), wh.WebhookHandler())
+		}
+	}
+	mux.Handle("GET /admin/status", d.admin(http.HandlerFunc(d.serveStatus)))
+	mux.Handle("GET /admin/pairing", d.admin(http.HandlerFunc(d.servePairingList)))
+	mux.Handle("POST /admin/pairing/approve", d.admin(http.HandlerFunc(d.servePairingApprove)))
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s (server.listen): %w", listen, err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	d.mu.Lock()
+	d.server, d.addr = srv, ln.Addr()
+	d.mu.Unlock()
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			d.log.Error("http server", "err", err)
+		}
+	}()
+	return nil
+}
+
+func (d *Daemon) stopHTTP() {
+	d.mu.Lock()
+	srv := d.server
+	d.mu.Unlock()
+	if srv == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(ctx)
+}
+
+// serveReady answers 200 when the store is open and every channel is
+// connected, 503 with the reasons otherwise.
+func (d *Daemon) serveReady(w http.ResponseWriter, _ *http.Request) {
+	var problems []string
+	select {
+	case <-d.ready:
+	default:
+		problems = append(problems, "starting")
+	}
+	states := d.ChannelStates()
+	names := make([]string, 0, len(states))
+	for n := range states {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if !states[n].Ready {
+			problems = append(problems, n+": not connected")
+		}
+	}
+	if len(problems) > 0 {
+		http.Error(w, strings.Join(problems, "\n"), http.StatusServiceUnavailable)
+		return
+	}
+	fmt.Fprintln(w, "ready")
+}
+
+// admin guards admin endpoints: on a loopback address they are open to local
+// processes; anywhere else they need server.admin_token as a bearer token.
+func (d *Daemon) admin(next http.Handler) http.Handler {
+	token := d.cfg.Server.AdminToken.Value()
+	loopback := isLoopback(d.cfg.Server.Listen)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !loopback || token != "" {
+			got := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if token == "" || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
+				http.Error(w, "admin endpoints need server.admin_token (Authorization: Bearer …)", http.StatusUnauthorized)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func isLoopback(listen string) bool {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func (d *Daemon) serveStatus(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	fmt.Fprintln(w, d.StatusText(r.Context()))
+}
+
+func (d *Daemon) servePairingList(w http.ResponseWriter, r *http.Request) {
+	reqs, err := d.handler.Pairing().Pending(r.Context())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(reqs)
+}
+
+func (d *Daemon) servePairingApprove(w http.ResponseWriter, r *http.Request) {
+	code := r.FormValue("code")
+	req, err := d.ApprovePairing(r.Context(), "admin-api", code)
+	if errors.Is(err, channels.ErrUnknownCode) {
+		http.Error(w, err.Error(), http.StatusNotFound)
+		return
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(req)
+}

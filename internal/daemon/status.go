@@ -1,0 +1,55 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/switchboard-bot/switchboard/channels"
+)
+
+// statusFacts are the daemon's lines of /status: channels and their health,
+// the model endpoint (never its key), sessions.
+func (d *Daemon) statusFacts(ctx context.Context) string {
+	var b strings.Builder
+	states := d.ChannelStates()
+	names := make([]string, 0, len(states))
+	for n := range states {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		st := states[n]
+		health := "connected"
+		if !st.Ready {
+			health = "not connected"
+		}
+		fmt.Fprintf(&b, "channel %s: %s", n, health)
+		if st.Restarts > 0 {
+			fmt.Fprintf(&b, " (%d restarts, last error: %s)", st.Restarts, st.LastErr)
+		}
+		b.WriteString("\n")
+	}
+	endpoint := d.cfg.LLM.BaseURL
+	if endpoint == "" {
+		endpoint = "OpenAI"
+	}
+	key := "set"
+	if !d.cfg.LLM.APIKey.IsSet() {
+		key = "not set"
+	}
+	fmt.Fprintf(&b, "model: %s at %s (API key %s)\n", d.cfg.LLM.Model, endpoint, key)
+	if sessions, err := d.store.ListSessions(ctx); err == nil {
+		fmt.Fprintf(&b, "sessions: %d\n", len(sessions))
+	}
+	return b.String()
+}
+
+// StatusText is what /status and `switchboard status` print.
+func (d *Daemon) StatusText(ctx context.Context) string { return d.handler.StatusText(ctx) }
+
+// ApprovePairing approves a pairing code on behalf of actor and tells the user.
+func (d *Daemon) ApprovePairing(ctx context.Context, actor, code string) (channels.PairingRequest, error) {
+	return d.handler.ApprovePairing(ctx, actor, "", code)
+}

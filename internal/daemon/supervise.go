@@ -1,0 +1,137 @@
+package daemon
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/switchboard-bot/switchboard/channels"
+)
+
+// supervisor runs one channel and restarts it with backoff when Run fails,
+// so one channel's crash never stops the others. A run that lasted longer
+// than resetAfter resets the backoff.
+type supervisor struct {
+	ch         channels.Channel
+	sink       channels.Sink
+	log        *slog.Logger
+	base, max  time.Duration
+	resetAfter time.Duration
+
+	mu       sync.Mutex
+	running  bool
+	restarts int
+	lastErr  error
+	cancel   context.CancelFunc
+	done     chan struct{}
+}
+
+type supervisorState struct {
+	Running  bool
+	Ready    bool
+	Restarts int
+	LastErr  string
+}
+
+func newSupervisor(ch channels.Channel, sink channels.Sink, log *slog.Logger, base, max time.Duration) *supervisor {
+	if base <= 0 {
+		base = time.Second
+	}
+	if max <= 0 {
+		max = time.Minute
+	}
+	return &supervisor{ch: ch, sink: sink, log: log.With("channel", ch.Name()), base: base, max: max,
+		resetAfter: time.Minute}
+}
+
+// start launches the run loop; stop ends it.
+func (s *supervisor) start(parent context.Context) {
+	ctx, cancel := context.WithCancel(parent)
+	s.mu.Lock()
+	s.cancel = cancel
+	s.done = make(chan struct{})
+	done := s.done
+	s.mu.Unlock()
+	go func() {
+		defer close(done)
+		s.loop(ctx)
+	}()
+}
+
+// stop cancels the channel and waits for its Run to return; idempotent.
+func (s *supervisor) stop() {
+	s.mu.Lock()
+	cancel, done := s.cancel, s.done
+	s.mu.Unlock()
+	if cancel == nil {
+		return
+	}
+	cancel()
+	<-done
+}
+
+func (s *supervisor) loop(ctx context.Context) {
+	delay := s.base
+	for {
+		started := time.Now()
+		s.setRunning(true, nil)
+		err := s.run(ctx)
+		s.setRunning(false, err)
+		if ctx.Err() != nil {
+			return
+		}
+		if time.Since(started) > s.resetAfter {
+			delay = s.base
+		}
+		if err != nil {
+			s.log.Error("channel stopped; restarting", "err", err, "in", delay)
+		} else {
+			s.log.Warn("channel returned; restarting", "in", delay)
+		}
+		if channels.SleepContext(ctx, delay) != nil {
+			return
+		}
+		delay = min(delay*2, s.max)
+		s.mu.Lock()
+		s.restarts++
+		s.mu.Unlock()
+	}
+}
+
+// run calls Run, turning a panic into an error so the supervisor restarts it.
+func (s *supervisor) run(ctx context.Context) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &panicError{value: r}
+		}
+	}()
+	return s.ch.Run(ctx, s.sink)
+}
+
+func (s *supervisor) setRunning(running bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.running = running
+	if err != nil {
+		s.lastErr = err
+	}
+}
+
+func (s *supervisor) state() supervisorState {
+	s.mu.Lock()
+	st := supervisorState{Running: s.running, Restarts: s.restarts}
+	if s.lastErr != nil {
+		st.LastErr = s.lastErr.Error()
+	}
+	s.mu.Unlock()
+	st.Ready = st.Running
+	if r, ok := s.ch.(channels.Readiness); ok {
+		st.Ready = st.Running && r.Ready()
+	}
+	return st
+}
+
+type panicError struct{ value any }
+
+func (p *panicError) Error() string { return "channel panicked: " + fmtAny(p.value) }
