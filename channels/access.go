@@ -5,6 +5,10 @@ import (
 	"strings"
 )
 
+// ConsoleChannel is the local terminal's channel name; whoever holds the
+// terminal runs the daemon, so it is never gated.
+const ConsoleChannel = "console"
+
 // Access modes and group policies (config access.mode / access.groups).
 const (
 	AccessOpen      = "open"
@@ -58,6 +62,9 @@ func (p AccessPolicy) Decide(msg Message, paired bool) Decision {
 	if msg.FromSelf || (msg.Sender.IsBot && !p.AllowBots) {
 		return Ignore
 	}
+	if msg.Channel == ConsoleChannel {
+		return Allow // the local terminal is the operator's own
+	}
 	if !msg.Direct {
 		switch p.Groups {
 		case GroupsOff:
@@ -93,7 +100,7 @@ func (p AccessPolicy) Decide(msg Message, paired bool) Decision {
 
 // IsAdmin reports whether the sender (or the chat) is listed in Admins.
 func (p AccessPolicy) IsAdmin(msg Message) bool {
-	return matches(p.Admins, msg)
+	return msg.Channel == ConsoleChannel || matches(p.Admins, msg)
 }
 
 func (p AccessPolicy) listed(msg Message) bool { return matches(p.AllowFrom, msg) }

@@ -35,6 +35,7 @@ func TestAccessDecide(t *testing.T) {
 		{"pairing stranger dm", AccessPolicy{Mode: AccessPairing}, stranger, false, NeedsPairing},
 		{"pairing paired", AccessPolicy{Mode: AccessPairing}, stranger, true, Allow},
 		{"pairing stranger in group: no code", AccessPolicy{Mode: AccessPairing}, mentioned, false, Deny},
+		{"console is the operator", AccessPolicy{Mode: AccessAllowlist}, Message{Channel: "console", ChatID: "local", Direct: true}, false, Allow},
 		{"admin always allowed", AccessPolicy{Mode: AccessAllowlist, Admins: []string{"telegram:user:42"}}, dm, false, Allow},
 	}
 	for _, tt := range tests {

@@ -42,6 +42,8 @@ const helpText = `Commands:
 /stop — stop the answer in progress
 /persona [NAME] — show or choose who answers in this chat
 /status — bot status (admins)
+/jobs — scheduled jobs and their next runs (admins)
+/heartbeat on|off — proactive greetings (admins)
 /pair CODE — approve a pairing code (admins)`
 
 // command answers a command without the model.
@@ -99,9 +101,55 @@ func (h *Handler) command(s *session, it item) {
 			return
 		}
 		h.reply(it, fmt.Sprintf("Approved %s (%s).", req.User, req.Name))
+	case "jobs":
+		if !h.requireAdmin(it, admin, name) {
+			return
+		}
+		h.audit(msg.UserKey(), "command.jobs", key, "", "")
+		if h.jobs == nil {
+			h.reply(it, "No scheduler is running.")
+			return
+		}
+		h.reply(it, h.jobs(ctx))
+	case "heartbeat":
+		if !h.requireAdmin(it, admin, name) {
+			return
+		}
+		h.heartbeatCommand(ctx, it, args)
 	default:
 		h.reply(it, fmt.Sprintf("Unknown command /%s. Try /help.", name))
 	}
+}
+
+func (h *Handler) heartbeatCommand(ctx context.Context, it item, args []string) {
+	if h.hb == nil {
+		h.reply(it, "No scheduler is running.")
+		return
+	}
+	if len(args) == 0 {
+		state := "off"
+		if h.hb.Enabled(ctx) {
+			state = "on"
+		}
+		h.reply(it, "Proactive greetings are "+state+". Use /heartbeat on or /heartbeat off.")
+		return
+	}
+	var on bool
+	switch strings.ToLower(args[0]) {
+	case "on":
+		on = true
+	case "off":
+	default:
+		h.reply(it, "Usage: /heartbeat on|off")
+		return
+	}
+	if err := h.hb.SetEnabled(ctx, on); err != nil {
+		h.log.Error("switch heartbeat", "err", err)
+		h.reply(it, "Sorry, that failed; see the log.")
+		return
+	}
+	h.audit(it.msg.UserKey(), "heartbeat.set", it.msg.Target().String(), strings.ToLower(args[0]), "")
+	h.reply(it, "Proactive greetings are now "+strings.ToLower(args[0])+".")
 }
 
 func (h *Handler) requireAdmin(it item, admin bool, name string) bool {
@@ -149,7 +197,7 @@ func (h *Handler) personaCommand(ctx context.Context, it item, args []string, ad
 	}
 	if err := h.personas.Choose(ctx, target, name); err != nil {
 		h.log.Error("choose persona", "target", target.String(), "err", err)
-		h.reply(it, "Sorry, I could not change the persona; see the log.")
+		h.reply(it, "Sorry, I could not change the persona: "+err.Error())
 		return
 	}
 	h.audit(it.msg.UserKey(), "persona.choose", target.String(), name, "")

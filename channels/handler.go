@@ -42,6 +42,12 @@ type Personas interface {
 	Choose(ctx context.Context, target Target, name string) error
 }
 
+// HeartbeatSwitch turns proactive greetings on and off at run time.
+type HeartbeatSwitch interface {
+	Enabled(ctx context.Context) bool
+	SetEnabled(ctx context.Context, on bool) error
+}
+
 // ErrClosed is returned by Handle after Close started: the adapter must not
 // acknowledge, the platform redelivers after the restart.
 var ErrClosed = errors.New("handler is shutting down")
@@ -63,6 +69,13 @@ type HandlerOptions struct {
 	Personas Personas // optional
 	// Status, if set, adds daemon facts (channels, model, jobs) to /status.
 	Status func(ctx context.Context) string
+	// Heartbeat switches proactive greetings for /heartbeat on|off (optional).
+	Heartbeat HeartbeatSwitch
+	// Jobs describes the scheduled jobs for /jobs (optional).
+	Jobs func(ctx context.Context) string
+	// AlreadySent reports whether text already reached target during the turn
+	// (the send_message tool); the final answer is then not sent twice.
+	AlreadySent func(turnID, target, text string) bool
 	// Formatting tells the model each platform's markup, by channel name.
 	Formatting map[string]string
 	BotName    string
@@ -86,6 +99,9 @@ type Handler struct {
 	out      *Outbound
 	personas Personas
 	status   func(context.Context) string
+	hb       HeartbeatSwitch
+	jobs     func(context.Context) string
+	sentBy   func(turnID, target, text string) bool
 	format   map[string]string
 	botName  string
 	log      *slog.Logger
@@ -147,7 +163,7 @@ func NewHandler(o HandlerOptions) *Handler {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &Handler{store: o.Store, agent: o.Agent, out: o.Outbound, personas: o.Personas, status: o.Status,
-		format: o.Formatting, botName: o.BotName, log: o.Logger, now: o.Now, maxQueue: o.MaxQueue,
+		hb: o.Heartbeat, jobs: o.Jobs, sentBy: o.AlreadySent, format: o.Formatting, botName: o.BotName, log: o.Logger, now: o.Now, maxQueue: o.MaxQueue,
 		pairing: NewPairing(o.Store, o.Now), sem: make(chan struct{}, o.MaxConcurrentTurns),
 		baseCtx: ctx, cancelAll: cancel, chans: map[string]Channel{}, sessions: map[string]*session{}}
 	pol := o.Access
@@ -381,6 +397,10 @@ func (h *Handler) runTurn(s *session, batch []item) {
 	answer := res.Text
 	if strings.TrimSpace(answer) == "" {
 		answer = "(I have no answer to that.)"
+	}
+	if h.sentBy != nil && h.sentBy(turnID, target.String(), answer) {
+		h.done(batch) // send_message already delivered this very text here
+		return
 	}
 	h.deliverAndFinish(last, turnID, answer, batch)
 }

@@ -19,7 +19,7 @@ import (
 )
 
 // Name is the console channel's address prefix; its one chat is "console:local".
-const Name = "console"
+const Name = channels.ConsoleChannel
 
 // ChatID is the console's single chat.
 const ChatID = "local"

@@ -28,16 +28,12 @@ func (a *app) askCmd() *cobra.Command {
 				level = cfg.Log.SlogLevel()
 			}
 			log := a.logger(cfg, level)
-			store, err := daemon.OpenStore(cfg, log)
+			core, err := daemon.BuildCore(cfg, log, nil)
 			if err != nil {
 				return err
 			}
-			defer store.Close()
-			ag, err := daemon.NewAgent(cfg, store, log, nil)
-			if err != nil {
-				return err
-			}
-			answer, err := ag.ProcessDirect(cmd.Context(), session, strings.Join(args, " "), agent.DirectOptions{
+			defer core.Store.Close()
+			answer, err := core.Agent.ProcessDirect(cmd.Context(), session, strings.Join(args, " "), agent.DirectOptions{
 				Persona: persona, NoTools: noTools, Runtime: agent.Runtime{Channel: "cli", ChatType: "direct"},
 			})
 			if err != nil {

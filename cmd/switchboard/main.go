@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	_ "time/tzdata" // IANA zones even in a scratch/distroless image
 
 	"github.com/spf13/cobra"
 
@@ -17,6 +18,8 @@ import (
 
 // version is set at build time (-ldflags "-X main.version=…").
 var version = "dev"
+
+const levelWarn = slog.LevelWarn
 
 // exitError carries a process exit code with a message for stderr.
 type exitError struct {
@@ -73,7 +76,7 @@ with the given config (default ./config.yaml).`,
 	runCmd := a.runCmd()
 	root.RunE = runCmd.RunE
 	root.Flags().AddFlagSet(runCmd.Flags())
-	root.AddCommand(runCmd, a.chatCmd(), a.askCmd(), a.configCmd(), a.sessionsCmd(), a.pairingCmd(), a.statusCmd(), a.versionCmd())
+	root.AddCommand(runCmd, a.chatCmd(), a.askCmd(), a.configCmd(), a.sessionsCmd(), a.pairingCmd(), a.statusCmd(), a.jobsCmd(), a.auditCmd(), a.doctorCmd(), a.versionCmd())
 	return root
 }
 

@@ -9,17 +9,81 @@ import (
 	"github.com/switchboard-bot/switchboard/agent"
 	"github.com/switchboard-bot/switchboard/agent/tools"
 	"github.com/switchboard-bot/switchboard/internal/config"
+	"github.com/switchboard-bot/switchboard/memory"
+	"github.com/switchboard-bot/switchboard/personas"
 )
 
-// NewAgent builds the agent from config: the model endpoint, the loop's
-// limits and the built-in tools enabled in agent.tools.
-func NewAgent(cfg *config.Config, sessions agent.Sessions, log *slog.Logger, client *http.Client) (*agent.Agent, error) {
+// Core is what every mode needs: the store, the personas, the tool registry
+// and the agent. `run` builds channels around it; `ask` uses it alone.
+type Core struct {
+	Store    *memory.Store
+	Personas *personas.Resolver
+	Tools    *agent.Registry
+	Agent    *agent.Agent
+}
+
+// BuildCore opens the store, loads the personas (writing the defaults on
+// first run) and builds the agent with the built-in tools enabled in
+// agent.tools. The caller closes Core.Store.
+func BuildCore(cfg *config.Config, log *slog.Logger, client *http.Client) (*Core, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	reg, err := toolRegistry(cfg, log)
+	store, err := OpenStore(cfg, log)
 	if err != nil {
 		return nil, err
+	}
+	res := loadPersonas(cfg, store, log)
+	reg, err := toolRegistry(cfg, log)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	ag, err := NewAgent(cfg, AgentDeps{Sessions: store, Personas: res, Tools: reg}, log, client)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	return &Core{Store: store, Personas: res, Tools: reg, Agent: ag}, nil
+}
+
+// loadPersonas writes the default persona files on first run and loads the
+// directory; a malformed file is logged with file:line and skipped.
+func loadPersonas(cfg *config.Config, store *memory.Store, log *slog.Logger) *personas.Resolver {
+	dir := cfg.ResolvePath(cfg.Personas.Dir)
+	if written, err := personas.WriteDefaults(dir); err != nil {
+		log.Warn("could not write the default personas", "dir", dir, "err", err)
+	} else if len(written) > 0 {
+		log.Info("wrote the default personas", "dir", dir, "files", written)
+	}
+	set, errs := personas.Load(dir)
+	for _, err := range errs {
+		log.Warn("persona skipped", "err", err)
+	}
+	if set.Len() == 0 {
+		log.Warn("no persona files loaded; using the built-in personas", "dir", dir)
+		set = personas.Builtin()
+	}
+	for _, err := range set.CheckRules(cfg.Personas.ByTarget, cfg.Personas.ByChannel, cfg.Personas.Default) {
+		log.Warn("persona configuration", "err", err)
+	}
+	res := personas.NewResolver(store, set, log)
+	res.SetRules(cfg.Personas.ByTarget, cfg.Personas.ByChannel, cfg.Personas.Default)
+	return res
+}
+
+// AgentDeps are the agent's collaborators.
+type AgentDeps struct {
+	Sessions agent.Sessions
+	Personas agent.PersonaSource
+	Tools    *agent.Registry
+	Approve  agent.ApproveFunc
+}
+
+// NewAgent builds the agent from config: the model endpoint and the loop's limits.
+func NewAgent(cfg *config.Config, deps AgentDeps, log *slog.Logger, client *http.Client) (*agent.Agent, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
 	temp := cfg.LLM.Temperature
 	a, err := agent.New(agent.Options{
@@ -43,8 +107,10 @@ func NewAgent(cfg *config.Config, sessions agent.Sessions, log *slog.Logger, cli
 		Location:          cfg.Bot.Location(),
 		HTTPClient:        client,
 		Logger:            log,
-		Sessions:          sessions,
-		Tools:             reg,
+		Sessions:          deps.Sessions,
+		Personas:          deps.Personas,
+		Tools:             deps.Tools,
+		Approve:           deps.Approve,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("build the agent: %w", err)
@@ -61,6 +127,7 @@ func retries(n int) int {
 	return n
 }
 
+// toolRegistry registers the built-in tools that agent.tools enables.
 func toolRegistry(cfg *config.Config, log *slog.Logger) (*agent.Registry, error) {
 	reg := agent.NewRegistry()
 	wf := cfg.Agent.WebFetch
@@ -74,12 +141,19 @@ func toolRegistry(cfg *config.Config, log *slog.Logger) (*agent.Registry, error)
 		return nil, fmt.Errorf("agent.web_fetch: %w", err)
 	}
 	for _, t := range builtins {
-		if !slices.Contains(cfg.Agent.Tools, t.Name()) {
-			continue
-		}
-		if err := reg.Register(t); err != nil {
-			return nil, fmt.Errorf("register tool %s: %w", t.Name(), err)
+		if err := registerEnabled(cfg, reg, t); err != nil {
+			return nil, err
 		}
 	}
 	return reg, nil
+}
+
+func registerEnabled(cfg *config.Config, reg *agent.Registry, t agent.Tool) error {
+	if !slices.Contains(cfg.Agent.Tools, t.Name()) {
+		return nil
+	}
+	if err := reg.Register(t); err != nil {
+		return fmt.Errorf("register tool %s: %w", t.Name(), err)
+	}
+	return nil
 }

@@ -20,8 +20,10 @@ import (
 	"github.com/switchboard-bot/switchboard/agent"
 	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/channels/console"
+	"github.com/switchboard-bot/switchboard/heartbeat"
 	"github.com/switchboard-bot/switchboard/internal/config"
 	"github.com/switchboard-bot/switchboard/memory"
+	"github.com/switchboard-bot/switchboard/personas"
 )
 
 // Options configures a Daemon.
@@ -49,13 +51,15 @@ type Options struct {
 
 // Daemon is a running Switchboard.
 type Daemon struct {
-	cfg     *config.Config
-	log     *slog.Logger
-	store   *memory.Store
-	agent   *agent.Agent
-	handler *channels.Handler
-	chans   []channels.Channel
-	opts    Options
+	cfg      *config.Config
+	log      *slog.Logger
+	store    *memory.Store
+	agent    *agent.Agent
+	personas *personas.Resolver
+	sched    *heartbeat.Scheduler
+	handler  *channels.Handler
+	chans    []channels.Channel
+	opts     Options
 
 	mu     sync.Mutex
 	sups   map[string]*supervisor
@@ -82,32 +86,37 @@ func New(ctx context.Context, o Options) (*Daemon, error) {
 		o.ShutdownGrace = 10 * time.Second
 	}
 	cfg := o.Config
-	store, err := OpenStore(cfg, o.Logger)
+	core, err := BuildCore(cfg, o.Logger, o.HTTPClient)
 	if err != nil {
 		return nil, err
 	}
-	ag, err := NewAgent(cfg, store, o.Logger, o.HTTPClient)
-	if err != nil {
-		store.Close()
-		return nil, err
-	}
-	d := &Daemon{cfg: cfg, log: o.Logger, store: store, agent: ag, opts: o, sups: map[string]*supervisor{},
-		ready: make(chan struct{}), quit: make(chan struct{})}
+	d := &Daemon{cfg: cfg, log: o.Logger, store: core.Store, agent: core.Agent, personas: core.Personas,
+		opts: o, sups: map[string]*supervisor{}, ready: make(chan struct{}), quit: make(chan struct{})}
 	d.handler = channels.NewHandler(channels.HandlerOptions{
-		Store:              store,
-		Agent:              ag,
+		Store:              core.Store,
+		Agent:              core.Agent,
 		Access:             accessPolicy(cfg),
 		MaxConcurrentTurns: cfg.Agent.MaxConcurrentTurns,
-		Outbound:           channels.NewOutbound(store, channels.OutboundOptions{Logger: o.Logger}),
+		Outbound:           channels.NewOutbound(core.Store, channels.OutboundOptions{Logger: o.Logger}),
+		Personas:           core.Personas,
 		Status:             d.statusFacts,
+		Jobs:               d.jobsText,
 		Formatting:         formattingHints,
 		BotName:            cfg.Bot.Name,
 		Logger:             o.Logger,
 		Now:                o.Now,
+		AlreadySent: func(turnID, target, text string) bool {
+			return d.sched != nil && d.sched.Sent().WasSent(turnID, target, text)
+		},
+		Heartbeat: heartbeatSwitch{d},
 	})
+	if err := d.buildScheduler(core); err != nil {
+		core.Store.Close()
+		return nil, err
+	}
 	chs, err := d.buildChannels(ctx)
 	if err != nil {
-		store.Close()
+		core.Store.Close()
 		return nil, err
 	}
 	d.chans = append(chs, o.Channels...)
@@ -179,6 +188,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	runCtx, cancelChannels := context.WithCancel(context.Background())
 	defer cancelChannels()
+	if err := d.sched.Start(runCtx); err != nil {
+		d.log.Error("start the scheduler", "err", err)
+	}
 	for _, ch := range d.chans {
 		sup := newSupervisor(ch, d.handler, d.log, d.opts.RestartBackoff, time.Minute)
 		d.mu.Lock()
@@ -196,6 +208,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.log.Info("shutting down")
 	grace, cancel := context.WithTimeout(context.Background(), d.opts.ShutdownGrace)
 	defer cancel()
+	d.sched.Stop()
 	d.handler.Close(grace) // stop intake; finish or cancel turns
 	for _, sup := range d.supervisors() {
 		sup.stop()
@@ -272,6 +285,9 @@ func (d *Daemon) supervisorsByName() map[string]*supervisor {
 	}
 	return out
 }
+
+// Close releases a daemon that was built but never run (CLI one-offs).
+func (d *Daemon) Close() error { return d.store.Close() }
 
 // Stop asks Run to shut down; idempotent.
 func (d *Daemon) Stop() { d.quitMu.Do(func() { close(d.quit) }) }

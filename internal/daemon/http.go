@@ -35,6 +35,8 @@ func (d *Daemon) startHTTP() error {
 	mux.Handle("GET /admin/status", d.admin(http.HandlerFunc(d.serveStatus)))
 	mux.Handle("GET /admin/pairing", d.admin(http.HandlerFunc(d.servePairingList)))
 	mux.Handle("POST /admin/pairing/approve", d.admin(http.HandlerFunc(d.servePairingApprove)))
+	mux.Handle("GET /admin/jobs", d.admin(http.HandlerFunc(d.serveJobs)))
+	mux.Handle("POST /admin/jobs/{action}", d.admin(http.HandlerFunc(d.serveJobAction)))
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s (server.listen): %w", listen, err)
@@ -147,4 +149,24 @@ func (d *Daemon) servePairingApprove(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(req)
+}
+
+func (d *Daemon) serveJobs(w http.ResponseWriter, r *http.Request) {
+	rows, err := d.JobRows(r.Context())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(rows)
+}
+
+func (d *Daemon) serveJobAction(w http.ResponseWriter, r *http.Request) {
+	msg, err := d.JobAction(r.Context(), r.PathValue("action"), r.FormValue("name"))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(msg)
 }

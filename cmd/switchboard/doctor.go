@@ -1,0 +1,24 @@
+package main
+
+import (
+	"errors"
+
+	"github.com/spf13/cobra"
+
+	"github.com/switchboard-bot/switchboard/internal/doctor"
+)
+
+func (a *app) doctorCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "doctor",
+		Short: "Check config, data dir, database, model endpoint and channel credentials; print fixes",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, broken := doctor.Run(cmd.Context(), doctor.Options{ConfigPath: a.configPath}, a.stdout)
+			if broken {
+				return &exitError{code: 1, err: errors.New("doctor found problems (see the fixes above)")}
+			}
+			return nil
+		},
+	}
+}

@@ -1,0 +1,202 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/switchboard-bot/switchboard/agent"
+	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/heartbeat"
+)
+
+// buildScheduler creates the heartbeat and job scheduler and registers the
+// schedule and send_message tools when agent.tools enables them.
+func (d *Daemon) buildScheduler(core *Core) error {
+	sched, err := heartbeat.New(heartbeat.Options{
+		Heartbeat: d.cfg.Heartbeat,
+		Jobs:      d.cfg.Jobs,
+		Location:  d.cfg.Bot.Location(),
+		Store:     core.Store,
+		Agent:     core.Agent,
+		Out:       d.handler,
+		Busy:      d.handler,
+		PersonaFor: func(key string) string {
+			t, ok := channels.ParseTarget(key)
+			if !ok {
+				return ""
+			}
+			return core.Personas.Resolve(context.Background(), t)
+		},
+		GreetingHints: func(name string) string {
+			p, ok := core.Personas.Get(name)
+			if !ok {
+				return ""
+			}
+			return p.Greeting
+		},
+		Alert:  d.alertAdmins,
+		Now:    d.opts.Now,
+		Logger: d.log,
+	})
+	if err != nil {
+		return fmt.Errorf("build the scheduler: %w", err)
+	}
+	d.sched = sched
+	if err := registerEnabled(d.cfg, core.Tools, sched.ScheduleTool()); err != nil {
+		return err
+	}
+	return registerEnabled(d.cfg, core.Tools, sched.SendMessageTool(d.sendAllowed))
+}
+
+// sendAllowed lets send_message reach the chat it runs in, any target a
+// job delivers to, and the chats listed in access.allow_from or bot.admins.
+func (d *Daemon) sendAllowed(_ context.Context, ci agent.CallInfo, target string) bool {
+	if target == ci.SessionKey {
+		return true
+	}
+	for _, j := range d.cfg.Jobs {
+		if j.Name == ci.JobName && slices.Contains(j.DeliverTo, target) {
+			return true
+		}
+	}
+	return slices.Contains(d.cfg.Access.AllowFrom, target) || slices.Contains(d.cfg.Bot.Admins, target)
+}
+
+// alertAdmins tells every admin reachable as a chat target (and always the log).
+func (d *Daemon) alertAdmins(ctx context.Context, text string) {
+	d.log.Warn("admin alert", "text", text)
+	for _, a := range d.cfg.Bot.Admins {
+		t, ok := adminTarget(a)
+		if !ok {
+			continue
+		}
+		if _, err := d.handler.Deliver(ctx, t, "", text); err != nil {
+			d.log.Warn("alert admin", "admin", a, "err", err)
+		}
+	}
+}
+
+// adminTarget maps an admin entry to a chat: a target as is; a Telegram user
+// id is also its private chat id.
+func adminTarget(a string) (channels.Target, bool) {
+	if t, ok := channels.ParseTarget(a); ok {
+		return t, true
+	}
+	if id, ok := strings.CutPrefix(a, "telegram:user:"); ok {
+		return channels.Target{Channel: "telegram", ChatID: id}, true
+	}
+	return channels.Target{}, false
+}
+
+// jobsText is the /jobs answer.
+func (d *Daemon) jobsText(ctx context.Context) string {
+	list, err := d.sched.Jobs().List(ctx)
+	if err != nil {
+		return "Could not list jobs: " + err.Error()
+	}
+	if len(list) == 0 {
+		return "No scheduled jobs."
+	}
+	var b strings.Builder
+	for _, j := range list {
+		fmt.Fprintf(&b, "• %s (%s, %s)", j.Spec.Name, j.Spec.Kind, j.Source)
+		switch {
+		case j.Paused:
+			b.WriteString(" — paused")
+		case !j.Next.IsZero():
+			fmt.Fprintf(&b, " — next %s", j.Next.In(d.cfg.Bot.Location()).Format(time.DateTime))
+		}
+		if j.LastRun != nil {
+			fmt.Fprintf(&b, " — last %s", j.LastRun.Status)
+		}
+		b.WriteString("\n")
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// heartbeatSwitch forwards /heartbeat to the scheduler (built after the handler).
+type heartbeatSwitch struct{ d *Daemon }
+
+func (h heartbeatSwitch) Enabled(ctx context.Context) bool {
+	return h.d.sched != nil && h.d.sched.Heartbeat().Enabled(ctx)
+}
+
+func (h heartbeatSwitch) SetEnabled(ctx context.Context, on bool) error {
+	if h.d.sched == nil {
+		return fmt.Errorf("no scheduler")
+	}
+	return h.d.sched.Heartbeat().SetEnabled(ctx, on)
+}
+
+// Scheduler returns the heartbeat and job scheduler.
+func (d *Daemon) Scheduler() *heartbeat.Scheduler { return d.sched }
+
+// JobRow is one line of `switchboard jobs list`.
+type JobRow struct {
+	Name       string    `json:"name"`
+	Kind       string    `json:"kind"`
+	Source     string    `json:"source"`
+	Schedule   string    `json:"schedule"`
+	Next       time.Time `json:"next"`
+	LastStatus string    `json:"last_status,omitempty"`
+	State      string    `json:"state"`
+}
+
+// JobRows lists the jobs for the CLI and the admin endpoint.
+func (d *Daemon) JobRows(ctx context.Context) ([]JobRow, error) {
+	list, err := d.sched.Jobs().List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]JobRow, 0, len(list))
+	for _, j := range list {
+		r := JobRow{Name: j.Spec.Name, Kind: j.Spec.Kind, Source: j.Source, Schedule: j.Spec.Schedule, Next: j.Next, State: "active"}
+		if j.Spec.OneShot() {
+			r.Schedule = "at " + j.Spec.At.Format(time.RFC3339)
+		}
+		switch {
+		case j.Paused:
+			r.State = "paused"
+		case j.Done:
+			r.State = "done"
+		}
+		if j.LastRun != nil {
+			r.LastStatus = j.LastRun.Status
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
+
+// JobAction runs, pauses, resumes or deletes a job and says what happened.
+func (d *Daemon) JobAction(ctx context.Context, action, name string) (string, error) {
+	jobs := d.sched.Jobs()
+	switch action {
+	case "run":
+		run, err := jobs.RunNow(ctx, name)
+		if err != nil {
+			return "", err
+		}
+		msg := fmt.Sprintf("ran %s: %s", name, run.Status)
+		for _, dl := range run.Deliveries {
+			msg += fmt.Sprintf("\n  %s: %s", dl.Target, dl.Status)
+			if dl.Error != "" {
+				msg += " (" + dl.Error + ")"
+			}
+		}
+		if run.Error != "" {
+			msg += "\n  error: " + run.Error
+		}
+		return msg, nil
+	case "pause":
+		return "paused " + name, jobs.Pause(ctx, name)
+	case "resume":
+		return "resumed " + name, jobs.Resume(ctx, name)
+	case "delete":
+		return "deleted " + name, jobs.Delete(ctx, name)
+	}
+	return "", fmt.Errorf("unknown job action %q", action)
+}
