@@ -42,6 +42,7 @@ const helpText = `Commands:
 /stop — stop the answer in progress
 /persona [NAME] — show or choose who answers in this chat
 /status — bot status (admins)
+/reload — re-read config.yaml and personas (admins)
 /jobs — scheduled jobs and their next runs (admins)
 /heartbeat on|off — proactive greetings (admins)
 /pair CODE — approve a pairing code (admins)`
@@ -111,6 +112,20 @@ func (h *Handler) command(s *session, it item) {
 			return
 		}
 		h.reply(it, h.jobs(ctx))
+	case "reload":
+		if !h.requireAdmin(it, admin, name) {
+			return
+		}
+		if h.reload == nil {
+			h.reply(it, "Reloading is not available here.")
+			return
+		}
+		text, err := h.reload(ctx, msg.UserKey())
+		if err != nil {
+			h.reply(it, "The new configuration was rejected; the running one stays.\n"+err.Error())
+			return
+		}
+		h.reply(it, text)
 	case "heartbeat":
 		if !h.requireAdmin(it, admin, name) {
 			return

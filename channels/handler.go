@@ -42,6 +42,22 @@ type Personas interface {
 	Choose(ctx context.Context, target Target, name string) error
 }
 
+// Observer receives the handler's events (metrics). Methods must be fast
+// and safe for concurrent use.
+type Observer interface {
+	MessageIn(channel string)
+	MessageDropped(channel, reason string)
+	TurnDone(channel string, res agent.Result, err error, d time.Duration)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) MessageIn(string)                                    {}
+func (nopObserver) MessageDropped(string, string)                       {}
+func (nopObserver) TurnDone(string, agent.Result, error, time.Duration) {}
+func (nopObserver) ChunkSent(string)                                    {}
+func (nopObserver) Delivery(string)                                     {}
+
 // HeartbeatSwitch turns proactive greetings on and off at run time.
 type HeartbeatSwitch interface {
 	Enabled(ctx context.Context) bool
@@ -71,6 +87,8 @@ type HandlerOptions struct {
 	Status func(ctx context.Context) string
 	// Heartbeat switches proactive greetings for /heartbeat on|off (optional).
 	Heartbeat HeartbeatSwitch
+	// Reload re-reads the configuration for /reload (optional); who is the admin.
+	Reload func(ctx context.Context, who string) (string, error)
 	// Jobs describes the scheduled jobs for /jobs (optional).
 	Jobs func(ctx context.Context) string
 	// AlreadySent reports whether text already reached target during the turn
@@ -79,8 +97,10 @@ type HandlerOptions struct {
 	// Formatting tells the model each platform's markup, by channel name.
 	Formatting map[string]string
 	BotName    string
-	Logger     *slog.Logger
-	Now        func() time.Time
+	// Observer receives events for metrics (optional).
+	Observer Observer
+	Logger   *slog.Logger
+	Now      func() time.Time
 }
 
 // HandlerStats are counters since start.
@@ -101,12 +121,14 @@ type Handler struct {
 	status   func(context.Context) string
 	hb       HeartbeatSwitch
 	jobs     func(context.Context) string
+	reload   func(context.Context, string) (string, error)
 	sentBy   func(turnID, target, text string) bool
 	format   map[string]string
 	botName  string
 	log      *slog.Logger
 	now      func() time.Time
 	maxQueue int
+	obs      Observer
 	pairing  *Pairing
 	access   atomic.Pointer[AccessPolicy]
 	sem      chan struct{}
@@ -161,9 +183,12 @@ func NewHandler(o HandlerOptions) *Handler {
 	if o.BotName == "" {
 		o.BotName = "Switchboard"
 	}
+	if o.Observer == nil {
+		o.Observer = nopObserver{}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &Handler{store: o.Store, agent: o.Agent, out: o.Outbound, personas: o.Personas, status: o.Status,
-		hb: o.Heartbeat, jobs: o.Jobs, sentBy: o.AlreadySent, format: o.Formatting, botName: o.BotName, log: o.Logger, now: o.Now, maxQueue: o.MaxQueue,
+		hb: o.Heartbeat, jobs: o.Jobs, reload: o.Reload, sentBy: o.AlreadySent, format: o.Formatting, botName: o.BotName, log: o.Logger, now: o.Now, maxQueue: o.MaxQueue, obs: o.Observer,
 		pairing: NewPairing(o.Store, o.Now), sem: make(chan struct{}, o.MaxConcurrentTurns),
 		baseCtx: ctx, cancelAll: cancel, chans: map[string]Channel{}, sessions: map[string]*session{}}
 	pol := o.Access
@@ -175,6 +200,13 @@ func NewHandler(o HandlerOptions) *Handler {
 func (h *Handler) Register(ch Channel) {
 	h.mu.Lock()
 	h.chans[ch.Name()] = ch
+	h.mu.Unlock()
+}
+
+// Unregister removes the channel called name (config disabled it).
+func (h *Handler) Unregister(name string) {
+	h.mu.Lock()
+	delete(h.chans, name)
 	h.mu.Unlock()
 }
 
@@ -202,6 +234,7 @@ func (h *Handler) Outbound() *Outbound { return h.out }
 // the message in the inbox and queues it. It never runs a turn inline.
 func (h *Handler) Handle(ctx context.Context, msg Message) error {
 	h.received.Add(1)
+	h.obs.MessageIn(msg.Channel)
 	pol := h.Access()
 	d := pol.Decide(msg, false)
 	if d == NeedsPairing || (d == Deny && pol.Mode == AccessPairing) {
@@ -216,9 +249,11 @@ func (h *Handler) Handle(ctx context.Context, msg Message) error {
 	switch d {
 	case Ignore:
 		h.ignored.Add(1)
+		h.obs.MessageDropped(msg.Channel, "ignored")
 		return nil
 	case Deny:
 		h.denied.Add(1)
+		h.obs.MessageDropped(msg.Channel, "denied")
 		h.log.Info("message from a user who is not allowed", "channel", msg.Channel, "user", msg.UserKey())
 		return nil
 	}
@@ -230,6 +265,7 @@ func (h *Handler) Handle(ctx context.Context, msg Message) error {
 	}
 	if s := h.sessions[key]; s != nil && len(s.queue) >= h.maxQueue {
 		h.mu.Unlock()
+		h.obs.MessageDropped(msg.Channel, "busy")
 		return ErrBusy
 	}
 	h.mu.Unlock()
@@ -245,6 +281,7 @@ func (h *Handler) Handle(ctx context.Context, msg Message) error {
 	}
 	if dup {
 		h.duplicates.Add(1)
+		h.obs.MessageDropped(msg.Channel, "duplicate")
 		return nil
 	}
 	it := item{id: id, msg: msg, decision: d}
@@ -381,9 +418,12 @@ func (h *Handler) runTurn(s *session, batch []item) {
 		h.finishCanceled(s, batch, last, turnID)
 		return
 	}
+	started := time.Now()
 	res, err := h.turn(ctx, ch, target, turnID, batch)
 	<-h.sem
 	h.turns.Add(1)
+	h.obs.TurnDone(last.Channel, res, err, time.Since(started))
+	h.auditTools(last, res)
 	if err != nil {
 		if ctx.Err() != nil {
 			h.finishCanceled(s, batch, last, turnID)
@@ -558,6 +598,16 @@ func (h *Handler) audit(actor, action, sess, detail, errText string) {
 		Action: action, Session: sess, Detail: detail, Error: errText})
 	if err != nil {
 		h.log.Error("audit", "err", err)
+	}
+}
+
+// auditTools records every tool call of a turn in the audit log.
+func (h *Handler) auditTools(m Message, res agent.Result) {
+	for _, e := range res.Trace {
+		if e.Kind != agent.TraceTool {
+			continue
+		}
+		h.audit(m.UserKey(), "tool."+e.Tool, m.Target().String(), e.Args, e.Error)
 	}
 }
 

@@ -51,6 +51,7 @@ type Outbound struct {
 	baseDelay   time.Duration
 	maxDelay    time.Duration
 	maxWait     time.Duration
+	obs         DeliveryObserver
 
 	sent, edited, retried, failed, resent atomic.Uint64
 }
@@ -63,6 +64,14 @@ type OutboundOptions struct {
 	BaseDelay   time.Duration                                    // default 1s, doubling
 	MaxDelay    time.Duration                                    // default 30s
 	MaxWait     time.Duration                                    // longest retry_after honoured, default 5m
+	// Observer counts deliveries for metrics (optional).
+	Observer DeliveryObserver
+}
+
+// DeliveryObserver receives delivery events (metrics).
+type DeliveryObserver interface {
+	ChunkSent(channel string)
+	Delivery(outcome string) // retried | failed | resent
 }
 
 // NewOutbound returns an Outbound recording into outbox (which may be nil).
@@ -85,8 +94,11 @@ func NewOutbound(outbox Outbox, o OutboundOptions) *Outbound {
 	if o.MaxWait <= 0 {
 		o.MaxWait = 5 * time.Minute
 	}
+	if o.Observer == nil {
+		o.Observer = nopObserver{}
+	}
 	return &Outbound{outbox: outbox, log: o.Logger, sleep: o.Sleep, maxAttempts: o.MaxAttempts,
-		baseDelay: o.BaseDelay, maxDelay: o.MaxDelay, maxWait: o.MaxWait}
+		baseDelay: o.BaseDelay, maxDelay: o.MaxDelay, maxWait: o.MaxWait, obs: o.Observer}
 }
 
 // SleepContext waits d or until ctx is done.
@@ -141,6 +153,7 @@ func (o *Outbound) Deliver(ctx context.Context, ch Channel, d Delivery) ([]strin
 		}
 		if has && rec.Status == OutboxPending {
 			o.resent.Add(1)
+			o.obs.Delivery("resent")
 			o.log.Warn("resending a chunk whose earlier send has no receipt",
 				"target", d.Target.String(), "turn", d.TurnID, "chunk", i)
 		}
@@ -179,9 +192,11 @@ func (o *Outbound) send(ctx context.Context, ch Channel, d Delivery, i int, c Ch
 	}
 	if err != nil {
 		o.failed.Add(1)
+		o.obs.Delivery("failed")
 		return "", fmt.Errorf("send to %s: %w", d.Target, err)
 	}
 	o.sent.Add(1)
+	o.obs.ChunkSent(d.Target.Channel)
 	return pid, nil
 }
 
@@ -226,6 +241,7 @@ func (o *Outbound) retry(ctx context.Context, op func(context.Context) (string, 
 			delay = min(delay*2, o.maxDelay)
 		}
 		o.retried.Add(1)
+		o.obs.Delivery("retried")
 		o.log.Debug("retrying delivery", "kind", kind.String(), "wait", wait, "attempt", attempt, "err", err)
 		if err := o.sleep(ctx, wait); err != nil {
 			return "", err

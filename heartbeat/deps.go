@@ -120,6 +120,10 @@ type Options struct {
 	// SweepSpec is the cron spec of the catch-all jobs sweep (default "@every 1m").
 	SweepSpec string
 
+	// OnRun, if set, is told about every greeting attempt ("heartbeat",
+	// decision action) and job run ("job", run status), for metrics.
+	OnRun func(kind, status string)
+
 	Now    func() time.Time // time.Now
 	Logger *slog.Logger     // nil = discard
 }

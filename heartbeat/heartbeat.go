@@ -349,6 +349,9 @@ func (h *Heartbeat) Tick(ctx context.Context, now time.Time) ([]Decision, error)
 		if err != nil {
 			errs = append(errs, err)
 		}
+		if h.o.OnRun != nil {
+			h.o.OnRun("heartbeat", d.Action)
+		}
 		out = append(out, d)
 	}
 	return out, errors.Join(errs...)

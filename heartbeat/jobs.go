@@ -522,6 +522,9 @@ func (j *Jobs) execute(ctx context.Context, s JobSpec, source string, st jobStat
 	}
 	run.Error = strings.Join(errs, "; ")
 	run.Finished = j.o.Now()
+	if j.o.OnRun != nil {
+		j.o.OnRun("job", run.Status)
+	}
 	var outErr []error
 	if err := j.o.Store.UpdateRun(context.WithoutCancel(ctx), run); err != nil {
 		outErr = append(outErr, fmt.Errorf("jobs: record run of %s: %w", s.Name, err))

@@ -105,6 +105,10 @@ func (c *Channel) runPolling(ctx context.Context, sink channels.Sink) error {
 		}
 		return fmt.Errorf("telegram: deleteWebhook: %w", c.redact(err))
 	}
+	// The Bot API answered: connected. Without this, readiness waited for the
+	// first long poll to return, which with no traffic takes PollTimeout.
+	c.lastOK.Store(c.now().UnixNano())
+	c.ready.Store(true)
 
 	var offset int64
 	var pollBackoff, handleBackoff time.Duration

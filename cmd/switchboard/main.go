@@ -89,7 +89,7 @@ func (a *app) loadConfig() (*config.Config, error) {
 	return cfg, nil
 }
 
-func (a *app) logger(cfg *config.Config, level slog.Level) *slog.Logger {
+func (a *app) logger(cfg *config.Config, level slog.Leveler) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: level}
 	if cfg.Log.Format == "json" {
 		return slog.New(slog.NewJSONHandler(a.stderr, opts))

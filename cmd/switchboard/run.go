@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"os/signal"
 	"syscall"
 
@@ -30,8 +31,10 @@ func (a *app) runCmd() *cobra.Command {
 			if listen != "" {
 				cfg.Server.Listen = listen
 			}
-			log := a.logger(cfg, cfg.Log.SlogLevel())
-			return a.serve(cmd.Context(), daemon.Options{Config: cfg, Logger: log, Stdin: a.stdin, Stdout: a.stdout}, log)
+			level := new(slog.LevelVar)
+			level.Set(cfg.Log.SlogLevel())
+			log := a.logger(cfg, level)
+			return a.serve(cmd.Context(), daemon.Options{Config: cfg, Logger: log, LogLevel: level, Stdin: a.stdin, Stdout: a.stdout}, log)
 		},
 	}
 	cmd.Flags().StringVar(&dataDir, "data-dir", "", "override bot.data_dir")
@@ -76,6 +79,19 @@ func (a *app) serve(ctx context.Context, opts daemon.Options, log *slog.Logger) 
 	if err != nil {
 		return err
 	}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() { // ends when the daemon's context ends
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				_, _ = d.Reload(ctx, "SIGHUP")
+			}
+		}
+	}()
 	return d.Run(ctx)
 }
 

@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchboard-bot/switchboard/agent"
@@ -22,6 +23,7 @@ import (
 	"github.com/switchboard-bot/switchboard/channels/console"
 	"github.com/switchboard-bot/switchboard/heartbeat"
 	"github.com/switchboard-bot/switchboard/internal/config"
+	"github.com/switchboard-bot/switchboard/internal/metrics"
 	"github.com/switchboard-bot/switchboard/memory"
 	"github.com/switchboard-bot/switchboard/personas"
 )
@@ -46,17 +48,25 @@ type Options struct {
 	ShutdownGrace time.Duration
 	// RestartBackoff is the supervisor's first restart delay (default 1s).
 	RestartBackoff time.Duration
-	Now            func() time.Time
+	// LogLevel, if set, is adjusted when a reload changes log.level.
+	LogLevel *slog.LevelVar
+	// NoWatch disables watching config.yaml and the personas directory.
+	NoWatch bool
+	// WatchDebounce groups file events (default 250ms).
+	WatchDebounce time.Duration
+	Now           func() time.Time
 }
 
 // Daemon is a running Switchboard.
 type Daemon struct {
-	cfg      *config.Config
+	cfgp     atomic.Pointer[config.Config]
 	log      *slog.Logger
 	store    *memory.Store
-	agent    *agent.Agent
+	core     *Core
+	agent    agentRef // swapped when a reload changes model or agent settings
 	personas *personas.Resolver
 	sched    *heartbeat.Scheduler
+	metrics  *metrics.Metrics
 	handler  *channels.Handler
 	chans    []channels.Channel
 	opts     Options
@@ -68,6 +78,9 @@ type Daemon struct {
 	ready  chan struct{}
 	quit   chan struct{}
 	quitMu sync.Once
+	runCtx context.Context // channels' context while Run runs
+
+	reloadMu sync.Mutex // one reload at a time
 }
 
 // New opens the store and builds the agent, handler and channels. It does not
@@ -90,14 +103,17 @@ func New(ctx context.Context, o Options) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Daemon{cfg: cfg, log: o.Logger, store: core.Store, agent: core.Agent, personas: core.Personas,
-		opts: o, sups: map[string]*supervisor{}, ready: make(chan struct{}), quit: make(chan struct{})}
+	d := &Daemon{log: o.Logger, store: core.Store, core: core, personas: core.Personas,
+		metrics: metrics.New(), opts: o, sups: map[string]*supervisor{}, ready: make(chan struct{}), quit: make(chan struct{})}
+	d.cfgp.Store(cfg)
+	d.agent.p.Store(core.Agent)
 	d.handler = channels.NewHandler(channels.HandlerOptions{
 		Store:              core.Store,
-		Agent:              core.Agent,
+		Agent:              &d.agent,
 		Access:             accessPolicy(cfg),
 		MaxConcurrentTurns: cfg.Agent.MaxConcurrentTurns,
-		Outbound:           channels.NewOutbound(core.Store, channels.OutboundOptions{Logger: o.Logger}),
+		Outbound:           channels.NewOutbound(core.Store, channels.OutboundOptions{Logger: o.Logger, Observer: d.metrics}),
+		Observer:           d.metrics,
 		Personas:           core.Personas,
 		Status:             d.statusFacts,
 		Jobs:               d.jobsText,
@@ -109,11 +125,19 @@ func New(ctx context.Context, o Options) (*Daemon, error) {
 			return d.sched != nil && d.sched.Sent().WasSent(turnID, target, text)
 		},
 		Heartbeat: heartbeatSwitch{d},
+		Reload: func(ctx context.Context, who string) (string, error) {
+			res, err := d.Reload(ctx, who)
+			return res.String(), err
+		},
 	})
 	if err := d.buildScheduler(core); err != nil {
 		core.Store.Close()
 		return nil, err
 	}
+	d.metrics.Gauge("switchboard_queue_depth", "Messages waiting in session queues.",
+		func() float64 { return float64(d.handler.Stats().QueueDepth) })
+	d.metrics.Gauge("switchboard_active_sessions", "Sessions with a turn running or queued.",
+		func() float64 { return float64(d.handler.Stats().ActiveSessions) })
 	chs, err := d.buildChannels(ctx)
 	if err != nil {
 		core.Store.Close()
@@ -155,11 +179,14 @@ var formattingHints = map[string]string{
 	"console":  "Terminal: plain text with light Markdown.",
 }
 
+// config returns the configuration in force (swapped by Reload).
+func (d *Daemon) config() *config.Config { return d.cfgp.Load() }
+
 // Handler returns the shared handler.
 func (d *Daemon) Handler() *channels.Handler { return d.handler }
 
 // Agent returns the agent.
-func (d *Daemon) Agent() *agent.Agent { return d.agent }
+func (d *Daemon) Agent() *agent.Agent { return d.agent.p.Load() }
 
 // Store returns the store.
 func (d *Daemon) Store() *memory.Store { return d.store }
@@ -188,6 +215,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	runCtx, cancelChannels := context.WithCancel(context.Background())
 	defer cancelChannels()
+	d.mu.Lock()
+	d.runCtx = runCtx
+	d.mu.Unlock()
+	go d.watch(runCtx)
 	if err := d.sched.Start(runCtx); err != nil {
 		d.log.Error("start the scheduler", "err", err)
 	}
@@ -198,7 +229,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		d.mu.Unlock()
 		sup.start(runCtx)
 	}
-	d.log.Info("switchboard is running", "channels", d.channelNames(), "listen", d.addrString(), "model", d.cfg.LLM.Model)
+	d.log.Info("switchboard is running", "channels", d.channelNames(), "listen", d.addrString(), "model", d.config().LLM.Model)
 	close(d.ready)
 
 	select {
@@ -248,7 +279,7 @@ func (d *Daemon) addrString() string {
 
 // buildChannels constructs the enabled platform channels.
 func (d *Daemon) buildChannels(ctx context.Context) ([]channels.Channel, error) {
-	cfg := d.cfg
+	cfg := d.config()
 	var out []channels.Channel
 	if cfg.Channels.Console.Enabled || d.opts.OnlyConsole {
 		co := console.Options{In: d.opts.Stdin, Out: d.opts.Stdout, Prompt: d.opts.ConsolePrompt}
@@ -288,6 +319,9 @@ func (d *Daemon) supervisorsByName() map[string]*supervisor {
 
 // Close releases a daemon that was built but never run (CLI one-offs).
 func (d *Daemon) Close() error { return d.store.Close() }
+
+// Metrics returns the daemon's metrics.
+func (d *Daemon) Metrics() *metrics.Metrics { return d.metrics }
 
 // Stop asks Run to shut down; idempotent.
 func (d *Daemon) Stop() { d.quitMu.Do(func() { close(d.quit) }) }

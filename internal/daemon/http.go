@@ -18,7 +18,7 @@ import (
 // startHTTP serves /healthz, /readyz, webhooks and the admin endpoints on
 // server.listen. An empty listen address disables the server.
 func (d *Daemon) startHTTP() error {
-	listen := d.cfg.Server.Listen
+	listen := d.config().Server.Listen
 	if listen == "" {
 		return nil
 	}
@@ -27,11 +27,11 @@ func (d *Daemon) startHTTP() error {
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("GET /readyz", d.serveReady)
-	for _, ch := range d.chans {
-		if wh, ok := ch.(channels.Webhook); ok && wh.WebhookPattern() != "" {
-			mux.Handle(wh.WebhookPattern(), wh.WebhookHandler())
-		}
-	}
+	mux.Handle("GET /metrics", d.metrics.Handler())
+	// Webhook routes look the channel up per request, so a channel restarted
+	// by a config reload (or switched to webhook mode) is served at once.
+	mux.Handle("POST /webhooks/telegram", d.webhook("telegram"))
+	mux.Handle("POST /webhooks/slack/events", d.webhook("slack"))
 	mux.Handle("GET /admin/status", d.admin(http.HandlerFunc(d.serveStatus)))
 	mux.Handle("GET /admin/pairing", d.admin(http.HandlerFunc(d.servePairingList)))
 	mux.Handle("POST /admin/pairing/approve", d.admin(http.HandlerFunc(d.servePairingApprove)))
@@ -95,8 +95,8 @@ func (d *Daemon) serveReady(w http.ResponseWriter, _ *http.Request) {
 // admin guards admin endpoints: on a loopback address they are open to local
 // processes; anywhere else they need server.admin_token as a bearer token.
 func (d *Daemon) admin(next http.Handler) http.Handler {
-	token := d.cfg.Server.AdminToken.Value()
-	loopback := isLoopback(d.cfg.Server.Listen)
+	token := d.config().Server.AdminToken.Value()
+	loopback := isLoopback(d.config().Server.Listen)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !loopback || token != "" {
 			got := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
@@ -169,4 +169,17 @@ func (d *Daemon) serveJobAction(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(msg)
+}
+
+// webhook dispatches to the current channel called name when it is in webhook mode.
+func (d *Daemon) webhook(name string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ch, ok := d.handler.Channel(name)
+		wh, isWebhook := ch.(channels.Webhook)
+		if !ok || !isWebhook || wh.WebhookPattern() == "" {
+			http.NotFound(w, r)
+			return
+		}
+		wh.WebhookHandler().ServeHTTP(w, r)
+	})
 }

@@ -7,42 +7,91 @@ import (
 	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/channels/discord"
 	"github.com/switchboard-bot/switchboard/channels/slack"
+	"github.com/switchboard-bot/switchboard/channels/telegram"
+	"github.com/switchboard-bot/switchboard/internal/config"
 )
+
+// platformNames are the configurable platform channels, in start order.
+var platformNames = []string{"telegram", "discord", "slack"}
 
 // platformChannels builds the enabled Telegram, Discord and Slack adapters.
 func (d *Daemon) platformChannels(_ context.Context) ([]channels.Channel, error) {
-	cfg := d.cfg.Channels
+	cfg := d.config()
 	var out []channels.Channel
-	if cfg.Telegram.Enabled {
-		ch, err := d.telegramChannel()
-		if err != nil {
-			return nil, fmt.Errorf("channels.telegram: %w", err)
+	for _, name := range platformNames {
+		if !platformEnabled(cfg, name) {
+			continue
 		}
-		out = append(out, ch)
-	}
-	if cfg.Discord.Enabled {
-		ch, err := discord.New(discord.Options{
-			Token: cfg.Discord.Token.Value(), APIURL: cfg.Discord.APIURL, GatewayURL: cfg.Discord.GatewayURL,
-			Guilds: cfg.Discord.Guilds, AllowBots: d.cfg.Access.AllowBots, EditInterval: cfg.Discord.EditInterval,
-			MaxMediaBytes: int64(cfg.Discord.MaxMediaBytes), HTTPClient: d.opts.HTTPClient, Logger: d.log.With("channel", "discord"),
-		})
+		ch, err := d.buildPlatform(cfg, name)
 		if err != nil {
-			return nil, fmt.Errorf("channels.discord: %w", err)
-		}
-		out = append(out, ch)
-	}
-	if cfg.Slack.Enabled {
-		threads := cfg.Slack.ThreadReplies
-		ch, err := slack.New(slack.Options{
-			BotToken: cfg.Slack.BotToken.Value(), AppToken: cfg.Slack.AppToken.Value(), Mode: cfg.Slack.Mode,
-			SigningSecret: cfg.Slack.SigningSecret.Value(), APIURL: cfg.Slack.APIURL, ThreadReplies: &threads,
-			EditInterval: cfg.Slack.EditInterval, MaxMediaBytes: int64(cfg.Slack.MaxMediaBytes),
-			HTTPClient: d.opts.HTTPClient, Logger: d.log.With("channel", "slack"),
-		})
-		if err != nil {
-			return nil, fmt.Errorf("channels.slack: %w", err)
+			return nil, err
 		}
 		out = append(out, ch)
 	}
 	return out, nil
+}
+
+func platformEnabled(cfg *config.Config, name string) bool {
+	switch name {
+	case "telegram":
+		return cfg.Channels.Telegram.Enabled
+	case "discord":
+		return cfg.Channels.Discord.Enabled
+	case "slack":
+		return cfg.Channels.Slack.Enabled
+	}
+	return false
+}
+
+// platformSettings returns a channel's config section, for change detection.
+func platformSettings(cfg *config.Config, name string) any {
+	switch name {
+	case "telegram":
+		return cfg.Channels.Telegram
+	case "discord":
+		return struct {
+			config.Discord
+			AllowBots bool
+		}{cfg.Channels.Discord, cfg.Access.AllowBots}
+	case "slack":
+		return cfg.Channels.Slack
+	}
+	return nil
+}
+
+// buildPlatform constructs one platform adapter from cfg.
+func (d *Daemon) buildPlatform(cfg *config.Config, name string) (channels.Channel, error) {
+	c := cfg.Channels
+	var (
+		ch  channels.Channel
+		err error
+	)
+	switch name {
+	case "telegram":
+		ch, err = telegram.New(telegram.Options{
+			Token: c.Telegram.Token.Value(), APIURL: c.Telegram.APIURL, Mode: c.Telegram.Mode, WebhookURL: c.Telegram.WebhookURL,
+			WebhookSecret: c.Telegram.WebhookSecret.Value(), EditInterval: c.Telegram.EditInterval,
+			MaxMediaBytes: int64(c.Telegram.MaxMediaBytes), HTTPClient: d.opts.HTTPClient, Logger: d.log.With("channel", "telegram"),
+		})
+	case "discord":
+		ch, err = discord.New(discord.Options{
+			Token: c.Discord.Token.Value(), APIURL: c.Discord.APIURL, GatewayURL: c.Discord.GatewayURL,
+			Guilds: c.Discord.Guilds, AllowBots: cfg.Access.AllowBots, EditInterval: c.Discord.EditInterval,
+			MaxMediaBytes: int64(c.Discord.MaxMediaBytes), HTTPClient: d.opts.HTTPClient, Logger: d.log.With("channel", "discord"),
+		})
+	case "slack":
+		threads := c.Slack.ThreadReplies
+		ch, err = slack.New(slack.Options{
+			BotToken: c.Slack.BotToken.Value(), AppToken: c.Slack.AppToken.Value(), Mode: c.Slack.Mode,
+			SigningSecret: c.Slack.SigningSecret.Value(), APIURL: c.Slack.APIURL, ThreadReplies: &threads,
+			EditInterval: c.Slack.EditInterval, MaxMediaBytes: int64(c.Slack.MaxMediaBytes),
+			HTTPClient: d.opts.HTTPClient, Logger: d.log.With("channel", "slack"),
+		})
+	default:
+		return nil, fmt.Errorf("unknown channel %q", name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("channels.%s: %w", name, err)
+	}
+	return ch, nil
 }

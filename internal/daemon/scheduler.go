@@ -16,11 +16,11 @@ import (
 // schedule and send_message tools when agent.tools enables them.
 func (d *Daemon) buildScheduler(core *Core) error {
 	sched, err := heartbeat.New(heartbeat.Options{
-		Heartbeat: d.cfg.Heartbeat,
-		Jobs:      d.cfg.Jobs,
-		Location:  d.cfg.Bot.Location(),
+		Heartbeat: d.config().Heartbeat,
+		Jobs:      d.config().Jobs,
+		Location:  d.config().Bot.Location(),
 		Store:     core.Store,
-		Agent:     core.Agent,
+		Agent:     &d.agent,
 		Out:       d.handler,
 		Busy:      d.handler,
 		PersonaFor: func(key string) string {
@@ -38,6 +38,7 @@ func (d *Daemon) buildScheduler(core *Core) error {
 			return p.Greeting
 		},
 		Alert:  d.alertAdmins,
+		OnRun:  d.metrics.ScheduledRun,
 		Now:    d.opts.Now,
 		Logger: d.log,
 	})
@@ -45,10 +46,10 @@ func (d *Daemon) buildScheduler(core *Core) error {
 		return fmt.Errorf("build the scheduler: %w", err)
 	}
 	d.sched = sched
-	if err := registerEnabled(d.cfg, core.Tools, sched.ScheduleTool()); err != nil {
+	if err := registerEnabled(d.config(), core.Tools, sched.ScheduleTool()); err != nil {
 		return err
 	}
-	return registerEnabled(d.cfg, core.Tools, sched.SendMessageTool(d.sendAllowed))
+	return registerEnabled(d.config(), core.Tools, sched.SendMessageTool(d.sendAllowed))
 }
 
 // sendAllowed lets send_message reach the chat it runs in, any target a
@@ -57,18 +58,18 @@ func (d *Daemon) sendAllowed(_ context.Context, ci agent.CallInfo, target string
 	if target == ci.SessionKey {
 		return true
 	}
-	for _, j := range d.cfg.Jobs {
+	for _, j := range d.config().Jobs {
 		if j.Name == ci.JobName && slices.Contains(j.DeliverTo, target) {
 			return true
 		}
 	}
-	return slices.Contains(d.cfg.Access.AllowFrom, target) || slices.Contains(d.cfg.Bot.Admins, target)
+	return slices.Contains(d.config().Access.AllowFrom, target) || slices.Contains(d.config().Bot.Admins, target)
 }
 
 // alertAdmins tells every admin reachable as a chat target (and always the log).
 func (d *Daemon) alertAdmins(ctx context.Context, text string) {
 	d.log.Warn("admin alert", "text", text)
-	for _, a := range d.cfg.Bot.Admins {
+	for _, a := range d.config().Bot.Admins {
 		t, ok := adminTarget(a)
 		if !ok {
 			continue
@@ -107,7 +108,7 @@ func (d *Daemon) jobsText(ctx context.Context) string {
 		case j.Paused:
 			b.WriteString(" — paused")
 		case !j.Next.IsZero():
-			fmt.Fprintf(&b, " — next %s", j.Next.In(d.cfg.Bot.Location()).Format(time.DateTime))
+			fmt.Fprintf(&b, " — next %s", j.Next.In(d.config().Bot.Location()).Format(time.DateTime))
 		}
 		if j.LastRun != nil {
 			fmt.Fprintf(&b, " — last %s", j.LastRun.Status)

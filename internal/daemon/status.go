@@ -31,15 +31,15 @@ func (d *Daemon) statusFacts(ctx context.Context) string {
 		}
 		b.WriteString("\n")
 	}
-	endpoint := d.cfg.LLM.BaseURL
+	endpoint := d.config().LLM.BaseURL
 	if endpoint == "" {
 		endpoint = "OpenAI"
 	}
 	key := "set"
-	if !d.cfg.LLM.APIKey.IsSet() {
+	if !d.config().LLM.APIKey.IsSet() {
 		key = "not set"
 	}
-	fmt.Fprintf(&b, "model: %s at %s (API key %s)\n", d.cfg.LLM.Model, endpoint, key)
+	fmt.Fprintf(&b, "model: %s at %s (API key %s)\n", d.config().LLM.Model, endpoint, key)
 	if sessions, err := d.store.ListSessions(ctx); err == nil {
 		fmt.Fprintf(&b, "sessions: %d\n", len(sessions))
 	}

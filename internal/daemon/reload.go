@@ -1,0 +1,249 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/switchboard-bot/switchboard/agent"
+	"github.com/switchboard-bot/switchboard/internal/config"
+	"github.com/switchboard-bot/switchboard/memory"
+	"github.com/switchboard-bot/switchboard/personas"
+)
+
+// agentRef lets a reload swap the agent under the handler and the scheduler.
+// A turn already running finishes on the agent it started with.
+type agentRef struct{ p atomic.Pointer[agent.Agent] }
+
+func (r *agentRef) ProcessMessage(ctx context.Context, req agent.Request) (agent.Result, error) {
+	return r.p.Load().ProcessMessage(ctx, req)
+}
+
+func (r *agentRef) ProcessDirect(ctx context.Context, key, text string, o agent.DirectOptions) (string, error) {
+	return r.p.Load().ProcessDirect(ctx, key, text, o)
+}
+
+// ReloadResult says what a reload changed.
+type ReloadResult struct {
+	Changed        []string // sections applied live
+	Restarted      []string // channels restarted
+	RestartNeeded  []string // keys that only take effect after a restart
+	PersonaErrors  []error
+	PersonasLoaded int
+}
+
+func (r ReloadResult) String() string {
+	var b strings.Builder
+	if len(r.Changed) == 0 && len(r.Restarted) == 0 {
+		b.WriteString("config reloaded: nothing changed")
+	} else {
+		b.WriteString("config reloaded")
+		if len(r.Changed) > 0 {
+			b.WriteString("; applied: " + strings.Join(r.Changed, ", "))
+		}
+		if len(r.Restarted) > 0 {
+			b.WriteString("; restarted channels: " + strings.Join(r.Restarted, ", "))
+		}
+	}
+	if len(r.RestartNeeded) > 0 {
+		b.WriteString("; needs a daemon restart to take effect: " + strings.Join(r.RestartNeeded, ", "))
+	}
+	for _, e := range r.PersonaErrors {
+		b.WriteString("\npersona skipped: " + e.Error())
+	}
+	return b.String()
+}
+
+// Reload re-reads config.yaml and the personas directory and applies the
+// difference. An invalid config is rejected with its file:line errors, told
+// to the admins, and the running config stays. who is recorded in the audit log.
+func (d *Daemon) Reload(ctx context.Context, who string) (ReloadResult, error) {
+	d.reloadMu.Lock()
+	defer d.reloadMu.Unlock()
+	old := d.config()
+	next, err := config.Load(old.Path)
+	if err != nil {
+		err = fmt.Errorf("config rejected, the running config stays: %w", err)
+		d.log.Error("reload", "by", who, "err", err)
+		d.auditReload(ctx, who, "rejected", err)
+		d.alertAdmins(ctx, "Switchboard: "+err.Error())
+		return ReloadResult{}, err
+	}
+	res, err := d.apply(ctx, old, next)
+	d.auditReload(ctx, who, res.String(), err)
+	if err != nil {
+		d.log.Error("reload", "by", who, "err", err)
+		return res, err
+	}
+	d.log.Info(res.String(), "by", who)
+	return res, nil
+}
+
+// apply switches from old to next, section by section.
+func (d *Daemon) apply(ctx context.Context, old, next *config.Config) (ReloadResult, error) {
+	var res ReloadResult
+	changed := func(a, b any) bool { return !reflect.DeepEqual(a, b) }
+
+	// Sections that need a new process.
+	if old.Server.Listen != next.Server.Listen {
+		res.RestartNeeded = append(res.RestartNeeded, "server.listen")
+	}
+	if old.ResolvePath(old.Bot.DataDir) != next.ResolvePath(next.Bot.DataDir) {
+		res.RestartNeeded = append(res.RestartNeeded, "bot.data_dir")
+	}
+	if old.Server.AdminToken != next.Server.AdminToken {
+		res.RestartNeeded = append(res.RestartNeeded, "server.admin_token")
+	}
+	if old.Bot.Name != next.Bot.Name {
+		res.RestartNeeded = append(res.RestartNeeded, "bot.name")
+	}
+	if old.Personas.Dir != next.Personas.Dir {
+		res.RestartNeeded = append(res.RestartNeeded, "personas.dir")
+	}
+
+	// Build what can fail before switching anything.
+	var newAgent *agent.Agent
+	if changed(old.LLM, next.LLM) || changed(old.Agent, next.Agent) || old.Bot.Timezone != next.Bot.Timezone {
+		reg, err := toolRegistry(next, d.log)
+		if err != nil {
+			return res, err
+		}
+		if err := registerEnabled(next, reg, d.sched.ScheduleTool()); err != nil {
+			return res, err
+		}
+		if err := registerEnabled(next, reg, d.sched.SendMessageTool(d.sendAllowed)); err != nil {
+			return res, err
+		}
+		a, err := NewAgent(next, AgentDeps{Sessions: d.store, Personas: d.personas, Tools: reg}, d.log, d.opts.HTTPClient)
+		if err != nil {
+			return res, err
+		}
+		newAgent = a
+	}
+
+	// Personas are re-read on every reload (the directory may have changed alone).
+	set, perrs := personas.Load(next.ResolvePath(old.Personas.Dir))
+	res.PersonaErrors = perrs
+	res.PersonasLoaded = set.Len()
+	if set.Len() > 0 {
+		if !slices.Equal(set.Names(), d.personas.Names()) || changed(set, d.personas.Current()) {
+			res.Changed = append(res.Changed, "personas")
+		}
+		d.personas.SetPersonas(set)
+	}
+	if changed(old.Personas, next.Personas) {
+		d.personas.SetRules(next.Personas.ByTarget, next.Personas.ByChannel, next.Personas.Default)
+		res.Changed = appendOnce(res.Changed, "personas")
+	}
+
+	d.cfgp.Store(next)
+	if changed(old.Access, next.Access) || !slices.Equal(old.Bot.Admins, next.Bot.Admins) {
+		d.handler.SetAccess(accessPolicy(next))
+		res.Changed = append(res.Changed, "access")
+	}
+	if newAgent != nil {
+		d.agent.p.Store(newAgent)
+		res.Changed = append(res.Changed, "llm/agent")
+	}
+	if changed(old.Heartbeat, next.Heartbeat) {
+		if err := d.sched.SetHeartbeatConfig(next.Heartbeat); err != nil {
+			return res, err
+		}
+		res.Changed = append(res.Changed, "heartbeat")
+	}
+	if changed(old.Jobs, next.Jobs) {
+		if err := d.sched.SetConfigJobs(next.Jobs); err != nil {
+			return res, err
+		}
+		res.Changed = append(res.Changed, "jobs")
+	}
+	if old.Log.Level != next.Log.Level && d.opts.LogLevel != nil {
+		d.opts.LogLevel.Set(next.Log.SlogLevel())
+		res.Changed = append(res.Changed, "log.level")
+	}
+	var errs []error
+	for _, name := range platformNames {
+		if !changed(platformSettings(old, name), platformSettings(next, name)) {
+			continue
+		}
+		if err := d.restartChannel(next, name); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		res.Restarted = append(res.Restarted, name)
+	}
+	return res, errors.Join(errs...)
+}
+
+// restartChannel stops channel name (if running) and starts it again from
+// cfg (or leaves it stopped when disabled). Other channels are not touched.
+func (d *Daemon) restartChannel(cfg *config.Config, name string) error {
+	d.mu.Lock()
+	old := d.sups[name]
+	runCtx := d.runCtx
+	d.mu.Unlock()
+	if old != nil {
+		old.stop()
+		d.mu.Lock()
+		delete(d.sups, name)
+		d.mu.Unlock()
+	}
+	if !platformEnabled(cfg, name) {
+		d.handler.Unregister(name)
+		d.log.Info("channel stopped by config", "channel", name)
+		return nil
+	}
+	ch, err := d.buildPlatform(cfg, name)
+	if err != nil {
+		return err
+	}
+	d.handler.Register(ch)
+	if runCtx == nil {
+		return nil // not running yet: Run starts it
+	}
+	sup := newSupervisor(ch, d.handler, d.log, d.opts.RestartBackoff, time.Minute)
+	d.mu.Lock()
+	d.sups[name] = sup
+	d.mu.Unlock()
+	sup.start(runCtx)
+	d.log.Info("channel restarted with new settings", "channel", name)
+	return nil
+}
+
+func (d *Daemon) auditReload(ctx context.Context, who, detail string, err error) {
+	rec := memory.AuditRecord{Time: d.opts.Now(), Actor: who, Action: "config.reload", Detail: detail}
+	if err != nil {
+		rec.Error = err.Error()
+	}
+	if aerr := d.store.Audit(context.WithoutCancel(ctx), rec); aerr != nil {
+		d.log.Error("audit", "err", aerr)
+	}
+}
+
+// watch reloads when config.yaml or a persona file changes.
+func (d *Daemon) watch(ctx context.Context) {
+	cfg := d.config()
+	if cfg.Path == "" || d.opts.NoWatch {
+		return
+	}
+	w, err := config.NewWatcher([]string{cfg.Path}, []string{cfg.ResolvePath(cfg.Personas.Dir)}, d.opts.WatchDebounce, d.log)
+	if err != nil {
+		d.log.Warn("config changes will need /reload or SIGHUP", "err", err)
+		return
+	}
+	w.Run(ctx, func() {
+		_, _ = d.Reload(ctx, "file-watch")
+	})
+}
+
+func appendOnce(list []string, s string) []string {
+	if slices.Contains(list, s) {
+		return list
+	}
+	return append(list, s)
+}

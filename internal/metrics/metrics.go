@@ -1,0 +1,126 @@
+// Package metrics owns Switchboard's Prometheus metrics: what the handler,
+// the outbound path, the agent and the scheduler report, registered on a
+// registry of its own (no global state) and served at /metrics.
+package metrics
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/switchboard-bot/switchboard/agent"
+)
+
+// Metrics holds the collectors. Its methods are safe for concurrent use and
+// implement the observer hooks of channels.Handler and channels.Outbound.
+type Metrics struct {
+	reg *prometheus.Registry
+
+	messagesIn   *prometheus.CounterVec
+	dropped      *prometheus.CounterVec
+	messagesOut  *prometheus.CounterVec
+	turns        *prometheus.CounterVec
+	turnSeconds  *prometheus.HistogramVec
+	modelCalls   prometheus.Counter
+	tokens       *prometheus.CounterVec
+	toolCalls    *prometheus.CounterVec
+	toolErrors   *prometheus.CounterVec
+	deliveries   *prometheus.CounterVec
+	scheduleRuns *prometheus.CounterVec
+}
+
+// New creates the metrics on a fresh registry (with Go and process collectors).
+func New() *Metrics {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m := &Metrics{
+		reg: reg,
+		messagesIn: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchboard_messages_in_total",
+			Help: "Platform messages received, by channel."}, []string{"channel"}),
+		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchboard_messages_dropped_total",
+			Help: "Messages not answered, by channel and reason (duplicate, ignored, denied, busy)."}, []string{"channel", "reason"}),
+		messagesOut: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchboard_messages_out_total",
+			Help: "Message chunks delivered to platforms, by channel."}, []string{"channel"}),
+		turns: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchboard_turns_total",
+			Help: "Agent turns, by channel and finish reason (error when the turn failed)."}, []string{"channel", "finish"}),
+		turnSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "switchboard_turn_duration_seconds",
+			Help:    "Duration of agent turns, by channel.",
+			Buckets: []float64{.05, .1, .25, .5, 1, 2, 5, 10, 20, 40, 80}}, []string{"channel"}),
+		modelCalls: prometheus.NewCounter(prometheus.CounterOpts{Name: "switchboard_model_calls_total",
+			Help: "Model calls (each with its retries) made by agent turns."}),
+		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchboard_model_tokens_total",
+			Help: "Model tokens used, by kind (prompt, completion)."}, []string{"kind"}),
+		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchboard_tool_calls_total",
+			Help: "Tool calls, by tool."}, []string{"tool"}),
+		toolErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchboard_tool_errors_total",
+			Help: "Tool calls that ended in an error, by tool."}, []string{"tool"}),
+		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchboard_deliveries_total",
+			Help: "Delivery outcomes beyond plain success: retried, failed, resent (after a crash mid-send)."}, []string{"outcome"}),
+		scheduleRuns: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchboard_scheduled_runs_total",
+			Help: "Heartbeat greetings and job runs, by kind and status."}, []string{"kind", "status"}),
+	}
+	reg.MustRegister(m.messagesIn, m.dropped, m.messagesOut, m.turns, m.turnSeconds, m.modelCalls, m.tokens,
+		m.toolCalls, m.toolErrors, m.deliveries, m.scheduleRuns)
+	return m
+}
+
+// Gauge registers a gauge read at scrape time (queue depth, active sessions).
+func (m *Metrics) Gauge(name, help string, read func() float64) {
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, read))
+}
+
+// Handler serves the metrics in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// Registry exposes the registry (tests gather from it).
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// MessageIn counts an inbound platform message.
+func (m *Metrics) MessageIn(channel string) { m.messagesIn.WithLabelValues(channel).Inc() }
+
+// MessageDropped counts a message that will not be answered.
+func (m *Metrics) MessageDropped(channel, reason string) {
+	m.dropped.WithLabelValues(channel, reason).Inc()
+}
+
+// ChunkSent counts a delivered chunk.
+func (m *Metrics) ChunkSent(channel string) { m.messagesOut.WithLabelValues(channel).Inc() }
+
+// Delivery counts a retried, failed or resent delivery.
+func (m *Metrics) Delivery(outcome string) { m.deliveries.WithLabelValues(outcome).Inc() }
+
+// TurnDone records a finished turn: its latency, model calls, tokens and tools.
+func (m *Metrics) TurnDone(channel string, res agent.Result, err error, d time.Duration) {
+	finish := string(res.FinishReason)
+	if err != nil {
+		finish = "error"
+	}
+	if finish == "" {
+		finish = "unknown"
+	}
+	m.turns.WithLabelValues(channel, finish).Inc()
+	m.turnSeconds.WithLabelValues(channel).Observe(d.Seconds())
+	m.tokens.WithLabelValues("prompt").Add(float64(res.Usage.PromptTokens))
+	m.tokens.WithLabelValues("completion").Add(float64(res.Usage.CompletionTokens))
+	for _, e := range res.Trace {
+		switch e.Kind {
+		case agent.TraceModel:
+			m.modelCalls.Inc()
+		case agent.TraceTool:
+			m.toolCalls.WithLabelValues(e.Tool).Inc()
+			if e.Error != "" {
+				m.toolErrors.WithLabelValues(e.Tool).Inc()
+			}
+		}
+	}
+}
+
+// ScheduledRun counts a heartbeat greeting or job run.
+func (m *Metrics) ScheduledRun(kind, status string) {
+	m.scheduleRuns.WithLabelValues(kind, status).Inc()
+}
