@@ -514,6 +514,10 @@ func (h *Handler) deliverAndFinish(last Message, turnID, text string, batch []it
 	ch, ok := h.Channel(last.Channel)
 	if ok {
 		_, err := h.out.Deliver(ctx, ch, Delivery{Target: last.Target(), ReplyTo: replyTo(last), TurnID: turnID, Markdown: text})
+		if moved, ok := movedTo(err); ok {
+			h.moveSession(last.Target(), moved)
+			_, err = h.out.Deliver(ctx, ch, Delivery{Target: moved, TurnID: turnID, Markdown: text})
+		}
 		if err != nil {
 			h.log.Error("delivery failed", "turn", turnID, "target", last.Target().String(), "err", err)
 			if ctx.Err() != nil {
@@ -522,6 +526,35 @@ func (h *Handler) deliverAndFinish(last Message, turnID, text string, batch []it
 		}
 	}
 	h.done(batch)
+}
+
+// movedTo reports the new address of a chat that moved (a Telegram group
+// upgraded to a supergroup), from an adapter error with a MovedTo method.
+func movedTo(err error) (Target, bool) {
+	var mv interface{ MovedTo() Target }
+	if err == nil || !errors.As(err, &mv) {
+		return Target{}, false
+	}
+	return mv.MovedTo(), true
+}
+
+// SessionMover is implemented by stores that can rename a session.
+type SessionMover interface {
+	MoveSession(ctx context.Context, from, to string) error
+}
+
+// moveSession carries a chat's session (history, notes, archives) to its new address.
+func (h *Handler) moveSession(from, to Target) {
+	h.log.Info("chat moved; its session follows", "from", from.String(), "to", to.String())
+	mv, ok := h.store.(SessionMover)
+	if !ok {
+		return
+	}
+	if err := mv.MoveSession(context.WithoutCancel(h.baseCtx), from.String(), to.String()); err != nil {
+		h.log.Error("move session", "from", from.String(), "to", to.String(), "err", err)
+		return
+	}
+	h.audit("system", "session.move", to.String(), "moved from "+from.String(), "")
 }
 
 // reply answers a command or pairing message.

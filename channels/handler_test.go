@@ -464,3 +464,26 @@ func waitInboxEmpty(t *testing.T, st *memory.Store) {
 		time.Sleep(2 * time.Millisecond)
 	}
 }
+
+type movedErr struct{ to channels.Target }
+
+func (e movedErr) Error() string            { return "group chat was upgraded to a supergroup chat" }
+func (e movedErr) MovedTo() channels.Target { return e.to }
+
+func TestMigratedChatKeepsItsSession(t *testing.T) {
+	llm := fakellm.Start(t, fakellm.Echo())
+	r := newRig(t, llm, openAccess())
+	r.say("g1", "ann", "first", inGroup(true))
+	r.ch.WaitSent(t, "memory:g1", 1, wait)
+	newChat := channels.Target{Channel: "memory", ChatID: "g2"}
+	r.ch.FailNext(channels.Permanent(movedErr{to: newChat}))
+	r.say("g1", "ann", "second", inGroup(true))
+	got := r.ch.WaitSent(t, "memory:g2", 1, wait)
+	if got[0].Text != "echo: second" {
+		t.Fatalf("answer at the new chat id = %q", got[0].Text)
+	}
+	hist, err := r.store.LoadHistory(context.Background(), "memory:g2", 0)
+	if err != nil || len(hist) != 4 || hist[0].Content != "first" {
+		t.Fatalf("the session did not follow the chat: %+v %v", hist, err)
+	}
+}

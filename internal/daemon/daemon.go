@@ -219,6 +219,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.runCtx = runCtx
 	d.mu.Unlock()
 	go d.watch(runCtx)
+	go d.prune(runCtx)
 	if err := d.sched.Start(runCtx); err != nil {
 		d.log.Error("start the scheduler", "err", err)
 	}
@@ -322,6 +323,22 @@ func (d *Daemon) Close() error { return d.store.Close() }
 
 // Metrics returns the daemon's metrics.
 func (d *Daemon) Metrics() *metrics.Metrics { return d.metrics }
+
+// prune applies the retention settings at start and then hourly.
+func (d *Daemon) prune(ctx context.Context) {
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		if err := d.store.Prune(ctx); err != nil && ctx.Err() == nil {
+			d.log.Warn("prune old records", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
 
 // Stop asks Run to shut down; idempotent.
 func (d *Daemon) Stop() { d.quitMu.Do(func() { close(d.quit) }) }
