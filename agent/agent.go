@@ -50,13 +50,73 @@ func New(o Options) (*Agent, error) {
 	default:
 		return nil, fmt.Errorf("agent: unknown tool protocol %q (use auto, native or json)", o.ToolProtocol)
 	}
-	return &Agent{
+	a := &Agent{
 		o:        o,
 		provider: NewProvider(o),
-		builder:  ContextBuilder{Location: o.Location, Now: o.Now},
+		builder:  ContextBuilder{Location: o.Location, Now: o.Now, NotesMaxCount: o.NotesMaxCount, NotesMaxChars: o.NotesMaxChars},
 		log:      o.Logger,
 		usage:    map[string]memory.Usage{},
-	}, nil
+	}
+	if a.o.Compactor == nil {
+		if ns, ok := o.Notes.(NotesStore); ok {
+			a.o.Compactor = newSummaryCompactor(a, ns)
+		}
+	}
+	return a, nil
+}
+
+// Prompt returns exactly what a turn of req would send before the history:
+// the system messages (the stable system prompt first, then the message with
+// the chat's notes and conversation summary when there are any) and the
+// runtime-context block that would precede the user message. It calls no
+// model, does not compact and does not take the session lock (operators use
+// it to inspect a chat's prompt: `switchboard prompt --target KEY`).
+// req.SessionKey selects the notes; req.Persona, Tools, NoTools and Runtime
+// are used as in a turn.
+func (a *Agent) Prompt(ctx context.Context, req Request) (system []string, runtime string, err error) {
+	persona := a.persona(req.Persona)
+	var tools []Tool
+	if !req.NoTools {
+		tools = a.o.Tools.selected(persona.Tools, req.Tools)
+	}
+	mode := a.mode(tools)
+	system = []string{a.builder.SystemPrompt(persona, tools, mode)}
+	if req.SessionKey != "" {
+		notes, err := a.notesMessage(ctx, req.SessionKey, tools)
+		if err != nil {
+			return nil, "", err
+		}
+		if notes != "" {
+			system = append(system, notes)
+		}
+	}
+	return system, a.builder.RuntimeBlock(req.Runtime, ""), nil
+}
+
+// mode picks how tools are rendered for a turn offering tools.
+func (a *Agent) mode(tools []Tool) string {
+	switch {
+	case len(tools) == 0:
+		return renderPlain
+	case a.o.ToolProtocol == ProtocolJSON:
+		return renderJSON
+	case a.o.ToolProtocol == ProtocolAuto && a.jsonFallback.Load():
+		return renderJSON
+	}
+	return renderNative
+}
+
+// notesMessage reads the session's notes and renders the notes message ("" if
+// there is no notes source or nothing to show).
+func (a *Agent) notesMessage(ctx context.Context, sessionKey string, tools []Tool) (string, error) {
+	if a.o.Notes == nil {
+		return "", nil
+	}
+	notes, err := a.o.Notes.ListNotes(ctx, sessionKey)
+	if err != nil {
+		return "", fmt.Errorf("agent: read notes of %s: %w", sessionKey, err)
+	}
+	return a.builder.NotesMessage(notes, hasTool(tools, MemoryToolName)), nil
 }
 
 // Usage is the running token total of a session since the Agent started.

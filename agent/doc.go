@@ -35,7 +35,9 @@
 //     (user message, tool calls, every result, the answer or the partial
 //     text). A turn that failed at the model is committed only if tools ran
 //     (their effects stay on record), and then without Sources so the inbox
-//     does not consider the message answered.
+//     does not consider the message answered. A canceled turn is committed
+//     without Sources as well: its partial text is no answer, and a message
+//     interrupted by shutdown must be replayed at the next start.
 //   - The system prompt depends only on persona, offered tools and protocol;
 //     time, platform and sender go in a <runtime-context> block in front of the
 //     user message, which is not stored in history (the stored user message is

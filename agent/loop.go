@@ -35,6 +35,7 @@ type turn struct {
 
 	mode    string
 	system  string
+	notes   string // the second system message (chat notes, summary); "" if none
 	history []memory.Message
 	msgs    []memory.Message // this turn's messages; msgs[0] is the user message
 
@@ -94,6 +95,11 @@ func (t *turn) execute(parent context.Context) (Result, error) {
 	t.history = hist
 	t.mode = t.pickMode()
 	t.system = t.a.builder.SystemPrompt(t.persona, t.tools, t.mode)
+	if notes, err := t.a.notesMessage(parent, t.req.SessionKey, t.tools); err != nil {
+		log.Warn("could not read the chat's notes; answering without them", slog.String("error", err.Error()))
+	} else {
+		t.notes = notes
+	}
 
 	user := memory.Message{Role: memory.RoleUser, Content: t.req.Text, Name: t.req.Runtime.SenderName, Time: t.started}
 	for _, m := range t.req.Media {
@@ -125,10 +131,13 @@ func (t *turn) execute(parent context.Context) (Result, error) {
 	}
 	// A failed turn is committed only when tools ran (their effects must stay
 	// on record); then without Sources, so the inbox still sees it unanswered.
+	// A canceled turn is committed without Sources too: the partial text is
+	// not an answer; after a shutdown the inbox must replay the message (after
+	// /stop the handler clears the inbox items itself).
 	if finish != FinishAPIError || t.ranTools {
 		turn := memory.Turn{ID: t.id, Messages: t.msgs, Usage: t.usage, Started: t.started, Ended: ended,
 			FinishReason: string(finish), Answer: text}
-		if finish != FinishAPIError {
+		if finish != FinishAPIError && finish != FinishCanceled {
 			turn.Sources = t.req.Sources
 		}
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(parent), 10*time.Second)
@@ -145,17 +154,7 @@ func (t *turn) execute(parent context.Context) (Result, error) {
 	return res, runErr
 }
 
-func (t *turn) pickMode() string {
-	switch {
-	case len(t.tools) == 0:
-		return renderPlain
-	case t.o.ToolProtocol == ProtocolJSON:
-		return renderJSON
-	case t.o.ToolProtocol == ProtocolAuto && t.a.jsonFallback.Load():
-		return renderJSON
-	}
-	return renderNative
-}
+func (t *turn) pickMode() string { return t.a.mode(t.tools) }
 
 // loop is the ReAct iteration (DESIGN.md §3).
 func (t *turn) loop(parent, ctx context.Context) (string, FinishReason, error) {
@@ -250,7 +249,7 @@ func (t *turn) chatRequest(msgs []openai.ChatCompletionMessage) ChatRequest {
 }
 
 func (t *turn) render() []openai.ChatCompletionMessage {
-	return t.a.builder.Messages(t.system, t.history, t.msgs, userInput{runtime: t.runtime, media: t.req.Media}, t.mode)
+	return t.a.builder.Messages([]string{t.system, t.notes}, t.history, t.msgs, userInput{runtime: t.runtime, media: t.req.Media}, t.mode)
 }
 
 // call runs one model call, recording it in the trace and the usage.
@@ -443,6 +442,15 @@ func (t *turn) runTools(ctx context.Context, calls []memory.ToolCall) (stop bool
 		t.toolCalls++
 		tool, ok := t.toolByName(c.Name)
 		if !ok {
+			if _, exists := t.o.Tools.Get(c.Name); exists {
+				// A real tool this chat may not use (persona or request
+				// allowlist): a policy denial, never a run, and the turn
+				// ends with a closing answer as for any other denial.
+				err := fmt.Errorf("the tool %s is not allowed in this chat; %s", c.Name, t.toolNames())
+				p.res = toolRun{output: "denied: " + err.Error(), isError: true, err: err}
+				stop, reason, why = true, FinishToolDenied, fmt.Sprintf("the call of %s was denied", c.Name)
+				continue
+			}
 			fail(p, fmt.Sprintf("unknown tool %q; %s", c.Name, t.toolNames()))
 			continue
 		}

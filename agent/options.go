@@ -90,6 +90,11 @@ type Options struct {
 	TurnTimeout       time.Duration // 0 = none
 	FinalGrace        time.Duration // time allowed for the closing answer after TurnTimeout (15s)
 
+	// ContextTokens is the model's context window in tokens; when set, the
+	// verbatim history is also kept under half of it (estimated at about 4
+	// bytes per token) by compaction. 0 = bound history by MaxHistory only.
+	ContextTokens int
+
 	Location *time.Location   // runtime-context clock zone (time.Local)
 	Now      func() time.Time // (time.Now)
 	// Sleep waits d or until ctx ends (backoffs, tool retry delays); tests
@@ -103,7 +108,19 @@ type Options struct {
 	Personas  PersonaSource
 	Tools     *Registry
 	Approve   ApproveFunc
-	Compactor Compactor
+	Compactor Compactor // nil: see Notes
+
+	// Notes is where the chat's long-term notes are read for the prompt
+	// (scope = the session key); memory.Store implements it. nil = no notes.
+	// When Compactor is nil and Notes is also a NotesStore, the Agent uses
+	// its own summarizing compactor (compact.go), which keeps the summary of
+	// older turns in the session's notes; otherwise history is only cut to
+	// MaxHistory.
+	Notes NotesSource
+	// NotesMaxCount / NotesMaxChars bound the notes shown in the prompt:
+	// the newest that fit (DefaultNotesMaxCount, DefaultNotesMaxChars).
+	NotesMaxCount int
+	NotesMaxChars int
 }
 
 func defInt(v, def int) int {
@@ -148,6 +165,9 @@ func (o Options) withDefaults() Options {
 	o.ParallelTools = max(1, defInt(o.ParallelTools, 4))
 	o.ObservationMaxLen = defInt(o.ObservationMaxLen, 4000)
 	o.MaxHistory = defInt(o.MaxHistory, 40)
+	o.ContextTokens = max(0, o.ContextTokens)
+	o.NotesMaxCount = defInt(o.NotesMaxCount, DefaultNotesMaxCount)
+	o.NotesMaxChars = defInt(o.NotesMaxChars, DefaultNotesMaxChars)
 	if o.TokenBudget < 0 {
 		o.TokenBudget = 0
 	}

@@ -218,8 +218,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.mu.Lock()
 	d.runCtx = runCtx
 	d.mu.Unlock()
-	go d.watch(runCtx)
-	go d.prune(runCtx)
+	var background sync.WaitGroup
+	background.Go(func() { d.watch(runCtx) })
+	background.Go(func() { d.prune(runCtx) })
 	if err := d.sched.Start(runCtx); err != nil {
 		d.log.Error("start the scheduler", "err", err)
 	}
@@ -245,6 +246,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	for _, sup := range d.supervisors() {
 		sup.stop()
 	}
+	cancelChannels()
+	background.Wait()
 	d.stopHTTP()
 	if err := d.store.Close(); err != nil {
 		d.log.Error("close store", "err", err)
