@@ -66,7 +66,12 @@ func NewProvider(o Options) *Provider {
 	}
 	hc := o.HTTPClient
 	if hc == nil {
-		hc = &http.Client{}
+		// Turns run concurrently against one endpoint: net/http's default of
+		// 2 idle connections per host made every further concurrent call open
+		// (and TLS-handshake) a new connection and close it afterwards.
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = 64
+		hc = &http.Client{Transport: tr}
 	}
 	cfg.HTTPClient = headerCapturingDoer{hc}
 	return &Provider{client: openai.NewClientWithConfig(cfg), opts: o, log: o.Logger}
