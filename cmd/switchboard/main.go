@@ -76,7 +76,7 @@ with the given config (default ./config.yaml).`,
 	runCmd := a.runCmd()
 	root.RunE = runCmd.RunE
 	root.Flags().AddFlagSet(runCmd.Flags())
-	root.AddCommand(runCmd, a.chatCmd(), a.askCmd(), a.configCmd(), a.sessionsCmd(), a.pairingCmd(), a.statusCmd(), a.jobsCmd(), a.auditCmd(), a.doctorCmd(), a.versionCmd())
+	root.AddCommand(runCmd, a.chatCmd(), a.askCmd(), a.configCmd(), a.sessionsCmd(), a.pairingCmd(), a.statusCmd(), a.jobsCmd(), a.auditCmd(), a.doctorCmd(), a.personasCmd(), a.promptCmd(), a.versionCmd())
 	return root
 }
 

@@ -34,12 +34,12 @@ func BuildCore(cfg *config.Config, log *slog.Logger, client *http.Client) (*Core
 		return nil, err
 	}
 	res := loadPersonas(cfg, store, log)
-	reg, err := toolRegistry(cfg, log)
+	reg, err := toolRegistry(cfg, store, log)
 	if err != nil {
 		store.Close()
 		return nil, err
 	}
-	ag, err := NewAgent(cfg, AgentDeps{Sessions: store, Personas: res, Tools: reg}, log, client)
+	ag, err := NewAgent(cfg, AgentDeps{Sessions: store, Notes: store, Personas: res, Tools: reg}, log, client)
 	if err != nil {
 		store.Close()
 		return nil, err
@@ -75,6 +75,7 @@ func loadPersonas(cfg *config.Config, store *memory.Store, log *slog.Logger) *pe
 // AgentDeps are the agent's collaborators.
 type AgentDeps struct {
 	Sessions agent.Sessions
+	Notes    agent.NotesSource // the chats' long-term notes (and compaction summaries)
 	Personas agent.PersonaSource
 	Tools    *agent.Registry
 	Approve  agent.ApproveFunc
@@ -108,6 +109,7 @@ func NewAgent(cfg *config.Config, deps AgentDeps, log *slog.Logger, client *http
 		HTTPClient:        client,
 		Logger:            log,
 		Sessions:          deps.Sessions,
+		Notes:             deps.Notes,
 		Personas:          deps.Personas,
 		Tools:             deps.Tools,
 		Approve:           deps.Approve,
@@ -128,7 +130,7 @@ func retries(n int) int {
 }
 
 // toolRegistry registers the built-in tools that agent.tools enables.
-func toolRegistry(cfg *config.Config, log *slog.Logger) (*agent.Registry, error) {
+func toolRegistry(cfg *config.Config, store *memory.Store, log *slog.Logger) (*agent.Registry, error) {
 	reg := agent.NewRegistry()
 	wf := cfg.Agent.WebFetch
 	builtins, err := tools.New(tools.Options{
@@ -140,6 +142,7 @@ func toolRegistry(cfg *config.Config, log *slog.Logger) (*agent.Registry, error)
 	if err != nil {
 		return nil, fmt.Errorf("agent.web_fetch: %w", err)
 	}
+	builtins = append(builtins, tools.NewMemory(store, tools.MemoryOptions{Location: cfg.Bot.Location()}))
 	for _, t := range builtins {
 		if err := registerEnabled(cfg, reg, t); err != nil {
 			return nil, err

@@ -182,6 +182,9 @@ var formattingHints = map[string]string{
 // config returns the configuration in force (swapped by Reload).
 func (d *Daemon) config() *config.Config { return d.cfgp.Load() }
 
+// FormattingHint is the markup note the model gets for a channel.
+func FormattingHint(channel string) string { return formattingHints[channel] }
+
 // Handler returns the shared handler.
 func (d *Daemon) Handler() *channels.Handler { return d.handler }
 

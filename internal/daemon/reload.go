@@ -109,7 +109,7 @@ func (d *Daemon) apply(ctx context.Context, old, next *config.Config) (ReloadRes
 	// Build what can fail before switching anything.
 	var newAgent *agent.Agent
 	if changed(old.LLM, next.LLM) || changed(old.Agent, next.Agent) || old.Bot.Timezone != next.Bot.Timezone {
-		reg, err := toolRegistry(next, d.log)
+		reg, err := toolRegistry(next, d.store, d.log)
 		if err != nil {
 			return res, err
 		}
@@ -119,7 +119,7 @@ func (d *Daemon) apply(ctx context.Context, old, next *config.Config) (ReloadRes
 		if err := registerEnabled(next, reg, d.sched.SendMessageTool(d.sendAllowed)); err != nil {
 			return res, err
 		}
-		a, err := NewAgent(next, AgentDeps{Sessions: d.store, Personas: d.personas, Tools: reg}, d.log, d.opts.HTTPClient)
+		a, err := NewAgent(next, AgentDeps{Sessions: d.store, Notes: d.store, Personas: d.personas, Tools: reg}, d.log, d.opts.HTTPClient)
 		if err != nil {
 			return res, err
 		}
