@@ -77,7 +77,7 @@ func TestTelegramGroupAnswersOnlyMentionsAndReplies(t *testing.T) {
 
 	ignored := tg.UserSays(tgGroup, "just chatting among humans", faketelegram.InSupergroup("Team"))
 	mention := tg.UserSays(tgGroup, "@switchboard_bot what is up?", faketelegram.InSupergroup("Team"))
-	sent := tg.WaitSent(t, tgGroup, 1, waitLong)
+	sent := tgWaitText(t, tg, tgGroup, 1, is("echo: what is up?"))
 	if sent[0].ReplyToMessageID != mention.MessageID {
 		t.Fatalf("answer replies to %d, want the mention %d", sent[0].ReplyToMessageID, mention.MessageID)
 	}
@@ -91,7 +91,7 @@ func TestTelegramGroupAnswersOnlyMentionsAndReplies(t *testing.T) {
 	}
 
 	reply := tg.UserSays(tgGroup, "and tell me more", faketelegram.InSupergroup("Team"), faketelegram.ReplyTo(sent[0].MessageID))
-	sent = tg.WaitSent(t, tgGroup, 2, waitLong)
+	sent = tgWaitText(t, tg, tgGroup, 2, is("echo: and tell me more"))
 	if sent[1].ReplyToMessageID != reply.MessageID || !strings.Contains(sent[1].Plain, "and tell me more") {
 		t.Fatalf("reply-to-bot answer = %+v, want a reply to %d echoing it", sent[1], reply.MessageID)
 	}
@@ -107,7 +107,7 @@ func TestTelegramForumTopicIsItsOwnSession(t *testing.T) {
 	topic := tg.CreateTopic(tgGroup, "Ideas")
 
 	tg.UserSays(tgGroup, "@switchboard_bot idea one", faketelegram.InTopic(topic))
-	sent := tg.WaitSent(t, tgGroup, 1, waitLong)
+	sent := tgWaitText(t, tg, tgGroup, 1, is("echo: idea one"))
 	if sent[0].ThreadID != topic {
 		t.Fatalf("answer in thread %d, want topic %d", sent[0].ThreadID, topic)
 	}
@@ -174,7 +174,7 @@ func TestTelegramParseEntitiesErrorResendsPlainText(t *testing.T) {
 	tg.FailNext("sendMessage", 1, faketelegram.CantParseEntities())
 
 	tg.UserSays(tgUser, "format something")
-	sent := tg.WaitSent(t, tgUser, 1, waitLong)
+	sent := tgWaitText(t, tg, tgUser, 1, has("bold", "code"))
 	eventually(t, "the plain-text answer", func() bool {
 		s := tg.Sent(tgUser)
 		return len(s) == 1 && strings.Contains(s[0].Plain, "bold") && strings.Contains(s[0].Plain, "code")
@@ -199,7 +199,7 @@ func TestTelegramFloodControlWaitsRetryAfter(t *testing.T) {
 	tg.FailNext("sendMessage", 1, faketelegram.TooManyRequests(1))
 
 	tg.UserSays(tgUser, "hello")
-	sent := tg.WaitSent(t, tgUser, 1, waitLong)
+	sent := tgWaitText(t, tg, tgUser, 1, is("patience pays"))
 	if sent[0].Plain != "patience pays" {
 		t.Fatalf("answer %q", sent[0].Plain)
 	}
@@ -246,7 +246,7 @@ func TestTelegramWebhookChecksSecret(t *testing.T) {
 	if err != nil || status != http.StatusOK {
 		t.Fatalf("right secret: status %d, err %v; want 200", status, err)
 	}
-	sent := tg.WaitSent(t, tgUser, 1, waitLong)
+	sent := tgWaitText(t, tg, tgUser, 1, is("echo: via webhook"))
 	if sent[0].Plain != "echo: via webhook" {
 		t.Fatalf("answer %q", sent[0].Plain)
 	}
@@ -262,7 +262,7 @@ func TestTelegramRedeliveredUpdateAnsweredOnce(t *testing.T) {
 
 	m := tg.NewMessage(tgUser, "only once please")
 	id := tg.SendUpdate(faketelegram.Update{Message: &m})
-	tg.WaitSent(t, tgUser, 1, waitLong)
+	tgWaitText(t, tg, tgUser, 1, is("echo: only once please"))
 	tg.WaitConfirmed(t, id, waitLong)
 	tg.SendUpdate(faketelegram.Update{UpdateID: id, Message: &m})
 	tg.WaitDelivered(t, id, 2, waitLong)
@@ -310,7 +310,7 @@ func TestTelegramRestartMidTurnAnswersOnce(t *testing.T) {
 		}
 		return false
 	})
-	sent := tg.Sent(tgUser)
+	sent := tgWaitText(t, tg, tgUser, 1, is("answer after restart"))
 	if sent[0].Plain != "answer after restart" {
 		t.Fatalf("answer %q", sent[0].Plain)
 	}
@@ -337,7 +337,7 @@ func TestTelegramPhotoReachesModelAsImage(t *testing.T) {
 		t.Fatal(err)
 	}
 	tg.UserSendsPhoto(tgUser, buf.Bytes(), "what is this?")
-	tg.WaitSent(t, tgUser, 1, waitLong)
+	tgWaitText(t, tg, tgUser, 1, is("a red square"))
 
 	req := llm.LastRequest()
 	last := req.Body.Messages[len(req.Body.Messages)-1]
@@ -370,7 +370,7 @@ func TestTelegramTypingStopsAfterSuccessAndFailure(t *testing.T) {
 			resp := tt.resp
 			_, tg, _ := startTelegram(t, func(*fakellm.Request) fakellm.Response { return resp })
 			tg.UserSays(tgUser, "think hard")
-			sent := tg.WaitSent(t, tgUser, 1, waitLong)
+			sent := tgWaitText(t, tg, tgUser, 1, func(s string) bool { return s != "" && (tt.want == "" || s == tt.want) })
 			if tt.want != "" && sent[0].Plain != tt.want {
 				t.Fatalf("answer %q, want %q", sent[0].Plain, tt.want)
 			}

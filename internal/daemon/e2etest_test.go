@@ -21,7 +21,10 @@ import (
 
 	"github.com/switchboard-bot/switchboard/internal/config"
 	"github.com/switchboard-bot/switchboard/internal/daemon"
+	"github.com/switchboard-bot/switchboard/internal/testkit/fakediscord"
 	"github.com/switchboard-bot/switchboard/internal/testkit/fakellm"
+	"github.com/switchboard-bot/switchboard/internal/testkit/fakeslack"
+	"github.com/switchboard-bot/switchboard/internal/testkit/faketelegram"
 )
 
 // waitLong bounds every wait for something the daemon should do promptly.
@@ -245,3 +248,55 @@ func longAnswer(n int) string {
 
 // fenceBalanced reports whether every ``` opened in s is closed in s.
 func fenceBalanced(s string) bool { return strings.Count(s, "```")%2 == 0 }
+
+// The fakes show a streamed answer while it is still being edited, so stories
+// wait for the text a user finally reads, not just for a message to exist.
+
+// tgWaitText waits until the n-th bot message in chat (1-based) satisfies ok
+// and returns the bot's messages.
+func tgWaitText(t *testing.T, tg *faketelegram.Server, chat int64, n int, ok func(string) bool) []faketelegram.SentMessage {
+	t.Helper()
+	var sent []faketelegram.SentMessage
+	eventually(t, fmt.Sprintf("bot message %d in telegram chat %d", n, chat), func() bool {
+		sent = tg.Sent(chat)
+		return len(sent) >= n && ok(sent[n-1].Plain)
+	})
+	return sent
+}
+
+// dcWaitText is tgWaitText for a Discord channel.
+func dcWaitText(t *testing.T, dc *fakediscord.Server, channel string, n int, ok func(string) bool) []fakediscord.Message {
+	t.Helper()
+	var sent []fakediscord.Message
+	eventually(t, fmt.Sprintf("bot message %d in discord channel %s", n, channel), func() bool {
+		sent = dc.Sent(channel)
+		return len(sent) >= n && ok(sent[n-1].Content)
+	})
+	return sent
+}
+
+// slWaitText is tgWaitText for a Slack channel (updates applied).
+func slWaitText(t *testing.T, sl *fakeslack.Server, channel string, n int, ok func(string) bool) []slackView {
+	t.Helper()
+	var sent []slackView
+	eventually(t, fmt.Sprintf("bot message %d in slack channel %s", n, channel), func() bool {
+		sent = slackMessages(sl, channel)
+		return len(sent) >= n && ok(sent[n-1].Text)
+	})
+	return sent
+}
+
+// is matches a text equal to want.
+func is(want string) func(string) bool { return func(s string) bool { return s == want } }
+
+// has matches a text containing every part.
+func has(parts ...string) func(string) bool {
+	return func(s string) bool {
+		for _, p := range parts {
+			if !strings.Contains(s, p) {
+				return false
+			}
+		}
+		return true
+	}
+}

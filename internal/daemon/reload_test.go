@@ -273,10 +273,16 @@ func TestReadyzAndStatusEndpoint(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	if code, body := get("/readyz"); code != 200 {
+	// Channels connect just after Ready: readyz turns 200 once they have.
+	code, body := get("/readyz")
+	for deadline := time.Now().Add(waitFor); code != 200 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+		code, body = get("/readyz")
+	}
+	if code != 200 {
 		t.Fatalf("/readyz = %d %s", code, body)
 	}
-	code, body := get("/admin/status")
+	code, body = get("/admin/status")
 	if code != 200 || !strings.Contains(body, "model: gpt-4o-mini") || strings.Contains(body, "test-key") {
 		t.Fatalf("/admin/status = %d %s", code, body)
 	}
