@@ -75,6 +75,9 @@ func (c *Channel) registerCommands(ctx context.Context) {
 }
 
 func (c *Channel) runWebhook(ctx context.Context, sink channels.Sink) error {
+	// Accept deliveries from the moment Telegram may send them: it can deliver
+	// before our setWebhook call has returned.
+	c.sink.Store(&sinkBox{sink})
 	cctx, cancel := c.callCtx(ctx)
 	_, err := c.bot.SetWebhook(cctx, &bot.SetWebhookParams{
 		URL:            c.opts.WebhookURL,
@@ -88,7 +91,6 @@ func (c *Channel) runWebhook(ctx context.Context, sink channels.Sink) error {
 		}
 		return fmt.Errorf("telegram: setWebhook: %w", c.redact(err))
 	}
-	c.sink.Store(&sinkBox{sink})
 	c.ready.Store(true)
 	c.log.Info("webhook set", "url", c.opts.WebhookURL)
 	<-ctx.Done()
