@@ -76,12 +76,14 @@ func (c *Channel) buildMessage(ctx context.Context, in inbound) (channels.Messag
 	}
 	direct := in.channelType == slackevents.ChannelTypeIM || (in.channelType == "" && strings.HasPrefix(in.channel, "D"))
 	mention := botUser != "" && c.mentionPattern(botUser).MatchString(in.text)
-	mentioned := in.appMention || mention || (botUser != "" && in.parentUser == botUser)
-
 	threadTS := in.threadTS
 	if threadTS == in.ts {
 		threadTS = "" // the thread's root itself
 	}
+	// A reply in a thread the bot is already answering in is addressed to it,
+	// like a reply to one of its messages.
+	mentioned := in.appMention || mention || (botUser != "" && in.parentUser == botUser) ||
+		(threadTS != "" && c.inJoinedThread(in.channel, threadTS))
 	msg := channels.Message{
 		Channel:   "slack",
 		ChatID:    in.channel,
@@ -255,6 +257,26 @@ func (c *Channel) rememberAssistantThread(channel, threadTS string) {
 		clear(c.assistant)
 	}
 	c.assistant[channel+":"+threadTS] = true
+}
+
+// rememberJoinedThread records a thread the bot posted into (memory only:
+// after a restart a mention brings the bot back into the thread).
+func (c *Channel) rememberJoinedThread(t channels.Target) {
+	if t.ThreadID == "" {
+		return
+	}
+	c.assistantMu.Lock()
+	defer c.assistantMu.Unlock()
+	if c.joined == nil || len(c.joined) >= maxNameCache {
+		c.joined = map[string]bool{}
+	}
+	c.joined[t.ChatID+":"+t.ThreadID] = true
+}
+
+func (c *Channel) inJoinedThread(channel, threadTS string) bool {
+	c.assistantMu.Lock()
+	defer c.assistantMu.Unlock()
+	return c.joined[channel+":"+threadTS]
 }
 
 func (c *Channel) isAssistantThread(t channels.Target) bool {

@@ -57,6 +57,7 @@ func (c *Channel) Send(ctx context.Context, out channels.Outgoing) (string, erro
 	if err != nil {
 		return "", classify(ctx, "chat.postMessage", err, written.Load(), true)
 	}
+	c.rememberJoinedThread(out.Target)
 	return ts, nil
 }
 

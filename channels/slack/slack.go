@@ -135,6 +135,7 @@ type Channel struct {
 
 	assistantMu sync.Mutex
 	assistant   map[string]bool // "<channel>:<thread_ts>" of assistant threads
+	joined      map[string]bool // "<channel>:<thread_ts>" of threads the bot answered in (guarded by assistantMu)
 
 	running atomic.Bool
 

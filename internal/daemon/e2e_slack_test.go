@@ -119,6 +119,21 @@ func TestSlackMentionAnsweredInThreadSession(t *testing.T) {
 	if n := llm.RequestCount(); n != 2 {
 		t.Fatalf("model requests %d, want 2", n)
 	}
+
+	// In a thread the bot is answering in, a plain reply is addressed to it.
+	plain := fakeslack.Message{Channel: slChannel, User: slUser, Text: "one more thing", TS: sl.NextTS(), ThreadTS: m.TS}
+	sl.SendEvent(plain.Event())
+	msgs = slWaitText(t, sl, slChannel, 3, is("echo: one more thing"))
+	if msgs[2].ThreadTS != m.TS {
+		t.Fatalf("plain thread reply answered outside the thread: %+v", msgs[2])
+	}
+	// A plain message in the channel itself is still not for the bot.
+	other := fakeslack.Message{Channel: slChannel, User: slUser, Text: "lunch?", TS: sl.NextTS()}
+	sl.SendEvent(other.Event())
+	settle()
+	if n := llm.RequestCount(); n != 3 {
+		t.Fatalf("model requests %d, want 3 (the unaddressed channel message must not reach it)", n)
+	}
 }
 
 // Issue 6: Slack retrying an envelope (retry_attempt 1) produces no second answer.
