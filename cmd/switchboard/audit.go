@@ -27,22 +27,19 @@ func (a *app) auditCmd() *cobra.Command {
 				}
 				f.Since = time.Now().Add(-d)
 			}
-			st, _, err := a.openStore()
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			recs, err := st.ListAudit(cmd.Context(), f)
-			if err != nil {
-				return err
-			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "TIME\tACTOR\tACTION\tSESSION\tDETAIL\tERROR")
-			for _, r := range recs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.Local().Format(time.DateTime), orDash(r.Actor),
-					r.Action, orDash(r.Session), clip(r.Detail, 80), orDash(r.Error))
-			}
-			return tw.Flush()
+			return a.withStore(func(st *memory.Store) error {
+				recs, err := st.ListAudit(cmd.Context(), f)
+				if err != nil {
+					return err
+				}
+				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "TIME\tACTOR\tACTION\tSESSION\tDETAIL\tERROR")
+				for _, r := range recs {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.Local().Format(time.DateTime), orDash(r.Actor),
+						r.Action, orDash(r.Session), clip(r.Detail, 80), orDash(r.Error))
+				}
+				return tw.Flush()
+			})
 		},
 	}
 	cmd.Flags().StringVar(&session, "session", "", "only records of this session")

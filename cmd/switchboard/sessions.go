@@ -28,6 +28,16 @@ func (a *app) openStore() (*memory.Store, *config.Config, error) {
 	return st, cfg, err
 }
 
+// withStore runs fn on the opened store and closes it.
+func (a *app) withStore(fn func(st *memory.Store) error) error {
+	st, _, err := a.openStore()
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return fn(st)
+}
+
 func (a *app) sessionsCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "sessions", Short: "List, show, export and reset conversations"}
 	cmd.AddCommand(&cobra.Command{
@@ -35,26 +45,7 @@ func (a *app) sessionsCmd() *cobra.Command {
 		Short: "List sessions, newest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, _, err := a.openStore()
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			list, err := st.ListSessions(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if len(list) == 0 {
-				fmt.Fprintln(a.stdout, "no sessions yet")
-				return nil
-			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "SESSION\tTURNS\tMESSAGES\tTOKENS\tPERSONA\tUPDATED")
-			for _, s := range list {
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\n", s.Key, s.Turns, s.Messages, s.Usage.TotalTokens,
-					orDash(s.Persona), s.Updated.Local().Format(time.DateTime))
-			}
-			return tw.Flush()
+			return a.withStore(func(st *memory.Store) error { return a.listSessions(cmd.Context(), st) })
 		},
 	})
 	var archives bool
@@ -63,12 +54,7 @@ func (a *app) sessionsCmd() *cobra.Command {
 		Short: "Print a session's conversation (--archives: also the ones before each /reset)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, _, err := a.openStore()
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			return a.showSession(cmd.Context(), st, args[0], archives)
+			return a.withStore(func(st *memory.Store) error { return a.showSession(cmd.Context(), st, args[0], archives) })
 		},
 	}
 	show.Flags().BoolVar(&archives, "archives", false, "also print archived conversations")
@@ -77,31 +63,41 @@ func (a *app) sessionsCmd() *cobra.Command {
 		Short: "Write a session (with its archives) as JSON to stdout",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, _, err := a.openStore()
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			return st.ExportSession(cmd.Context(), args[0], a.stdout)
+			return a.withStore(func(st *memory.Store) error { return st.ExportSession(cmd.Context(), args[0], a.stdout) })
 		},
 	}, &cobra.Command{
 		Use:   "reset KEY",
 		Short: "Start a fresh conversation in a session (the old one is archived)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, _, err := a.openStore()
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			if err := st.ResetSession(cmd.Context(), args[0]); err != nil {
-				return err
-			}
-			fmt.Fprintf(a.stdout, "reset %s (the previous conversation is archived)\n", args[0])
-			return nil
+			return a.withStore(func(st *memory.Store) error {
+				if err := st.ResetSession(cmd.Context(), args[0]); err != nil {
+					return err
+				}
+				fmt.Fprintf(a.stdout, "reset %s (the previous conversation is archived)\n", args[0])
+				return nil
+			})
 		},
 	})
 	return cmd
+}
+
+func (a *app) listSessions(ctx context.Context, st *memory.Store) error {
+	list, err := st.ListSessions(ctx)
+	if err != nil {
+		return err
+	}
+	if len(list) == 0 {
+		fmt.Fprintln(a.stdout, "no sessions yet")
+		return nil
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SESSION\tTURNS\tMESSAGES\tTOKENS\tPERSONA\tUPDATED")
+	for _, s := range list {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\n", s.Key, s.Turns, s.Messages, s.Usage.TotalTokens,
+			orDash(s.Persona), s.Updated.Local().Format(time.DateTime))
+	}
+	return tw.Flush()
 }
 
 func (a *app) showSession(ctx context.Context, st *memory.Store, key string, archives bool) error {
