@@ -34,6 +34,17 @@ type Outgoing struct {
 	// to the platform for idempotency (Discord's nonce) or use to look the
 	// message up after an ambiguous failure.
 	Nonce string
+	// Paced is set when the sender already waited for the channel's send
+	// slot (Pacer.WaitSendSlot): Send must not wait again.
+	Paced bool
+}
+
+// Pacer is implemented by channels that pace their sends. Outbound waits for
+// the slot before it records a send intent, so the window between intent and
+// receipt — the only place a crash can cause a duplicate — spans the
+// platform call alone, not the wait in the pacing queue.
+type Pacer interface {
+	WaitSendSlot(ctx context.Context, target Target) error
 }
 
 // Chunk is one piece of a formatted answer.

@@ -381,7 +381,7 @@ func (h *Handler) process(s *session, batch []item) {
 	case first.answered:
 		h.deliverAndFinish(first.msg, first.turnID, first.answer, batch)
 	case first.decision == NeedsPairing:
-		h.pair(first)
+		h.pair(s, first)
 	case commandName(first.msg.Text) != "":
 		h.commands.Add(1)
 		h.command(s, first)
@@ -568,7 +568,14 @@ func (h *Handler) done(batch []item) {
 	}
 }
 
-func (h *Handler) pair(it item) {
+func (h *Handler) pair(s *session, it item) {
+	// The sender may have been approved while this message waited in the
+	// queue: then it is an ordinary message, and no new code is issued.
+	if ok, err := h.pairing.IsApproved(h.baseCtx, it.msg.UserKey()); err == nil && ok {
+		it.decision = Allow
+		h.runTurn(s, []item{it})
+		return
+	}
 	req, created, err := h.pairing.Request(h.baseCtx, it.msg)
 	switch {
 	case errors.Is(err, ErrPairingFull):

@@ -169,6 +169,13 @@ func (o *Outbound) Deliver(ctx context.Context, ch Channel, d Delivery) ([]strin
 // SendChunk sends one chunk of d with retries and outbox records; the streaming
 // path uses it for drafts.
 func (o *Outbound) send(ctx context.Context, ch Channel, d Delivery, i int, c Chunk) (string, error) {
+	paced := false
+	if p, ok := ch.(Pacer); ok {
+		if err := p.WaitSendSlot(ctx, d.Target); err != nil {
+			return "", fmt.Errorf("send to %s: %w", d.Target, err)
+		}
+		paced = true
+	}
 	var recID uint64
 	if o.outbox != nil && d.TurnID != "" {
 		id, err := o.outbox.OutboxIntent(ctx, memory.OutboxRecord{Target: d.Target.String(), TurnID: d.TurnID,
@@ -178,8 +185,12 @@ func (o *Outbound) send(ctx context.Context, ch Channel, d Delivery, i int, c Ch
 		}
 		recID = id
 	}
-	out := Outgoing{Target: d.Target, Text: c.Text, Plain: c.Plain, ReplyTo: d.ReplyTo, Nonce: nonce(d.TurnID, i)}
-	pid, err := o.retry(ctx, func(ctx context.Context) (string, error) { return ch.Send(ctx, out) })
+	out := Outgoing{Target: d.Target, Text: c.Text, Plain: c.Plain, ReplyTo: d.ReplyTo, Nonce: nonce(d.TurnID, i), Paced: paced}
+	pid, err := o.retry(ctx, func(ctx context.Context) (string, error) {
+		s, err := ch.Send(ctx, out)
+		out.Paced = false // a retry waits for a fresh slot
+		return s, err
+	})
 	if recID != 0 {
 		status, errText := OutboxDelivered, ""
 		if err != nil {

@@ -123,6 +123,10 @@ type Options struct {
 	// BatchDelay is how long DB.Batch waits to gather concurrent writes
 	// (default: bolt's 10ms). Lower means lower latency for a lone message.
 	BatchDelay time.Duration
+	// GroupCommit replaces bolt's timed batches for per-message writes: a
+	// lone write commits at once, writes arriving during a commit share the
+	// next one (see groupcommit.go). BatchDelay is then unused.
+	GroupCommit bool
 
 	// DedupTTL is how long a (channel, message id) pair blocks redelivery (default 7 days).
 	DedupTTL time.Duration
@@ -173,6 +177,8 @@ type Store struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	gc groupCommit // Options.GroupCommit
 }
 
 // Bucket names.
@@ -341,7 +347,13 @@ func (s *Store) batch(ctx context.Context, op string, fn func(tx *bolt.Tx) error
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memory: %s: %w", op, err)
 	}
-	if err := s.db.Batch(fn); err != nil {
+	var err error
+	if s.opts.GroupCommit {
+		err = s.commitGrouped(fn)
+	} else {
+		err = s.db.Batch(fn)
+	}
+	if err != nil {
 		return wrapOp(op, err)
 	}
 	return nil

@@ -75,8 +75,10 @@ func (c *Channel) Send(ctx context.Context, out channels.Outgoing) (string, erro
 			params.ReplyParameters = &models.ReplyParameters{MessageID: mid, AllowSendingWithoutReply: true}
 		}
 	}
-	if err := c.pace(ctx, out.Target.ChatID); err != nil {
-		return "", err
+	if !out.Paced {
+		if err := c.pace(ctx, out.Target.ChatID); err != nil {
+			return "", err
+		}
 	}
 	msg, err := c.sendMessage(ctx, params)
 	if err != nil && params.ParseMode != "" && isParseError(err) {
@@ -136,6 +138,13 @@ func (c *Channel) editMessage(ctx context.Context, p *bot.EditMessageTextParams)
 	defer cancel()
 	_, err := c.bot.EditMessageText(ctx, p)
 	return err
+}
+
+// WaitSendSlot implements channels.Pacer: the shared outbound path waits
+// for the slot before recording its send intent, then calls Send with
+// Outgoing.Paced set.
+func (c *Channel) WaitSendSlot(ctx context.Context, target channels.Target) error {
+	return c.pace(ctx, target.ChatID)
 }
 
 // pace waits for the chat's and the global send slot.

@@ -1,0 +1,232 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/switchboard-bot/switchboard/internal/loadtest"
+)
+
+// bin is the switchboard binary built once for the package's tests.
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+	binDir  string
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+func binary(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() {
+		binDir, binErr = os.MkdirTemp("", "switchboard-chaos-")
+		if binErr != nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		binPath, binErr = loadtest.BuildBinary(ctx, binDir)
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
+}
+
+// rig is the fakes plus one daemon child at a time on a fixed data dir.
+type rig struct {
+	t     *testing.T
+	p     *loadtest.Platforms
+	bin   string
+	cfg   string
+	addr  string
+	mu    sync.Mutex
+	procs []*loadtest.Proc
+}
+
+func newRig(t *testing.T, m loadtest.ModelOptions, co loadtest.ConfigOptions) *rig {
+	t.Helper()
+	bin := binary(t)
+	p, err := loadtest.StartPlatforms(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	dir := t.TempDir()
+	addr, err := loadtest.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if co.Listen == "" {
+		co.Listen = addr // so CLI commands reading the config find the daemon
+	}
+	cfg, err := p.WriteConfig(dir, co)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &rig{t: t, p: p, bin: bin, cfg: cfg, addr: co.Listen}
+	t.Cleanup(func() {
+		if proc := r.current(); proc != nil {
+			proc.Kill()
+		}
+	})
+	return r
+}
+
+// start runs a new daemon and waits until it is ready.
+func (r *rig) start() *loadtest.Proc {
+	r.t.Helper()
+	proc, err := loadtest.StartProc(r.bin, r.cfg, r.addr, r.p.Env())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.mu.Lock()
+	r.procs = append(r.procs, proc)
+	r.mu.Unlock()
+	if _, err := proc.WaitReady(context.Background(), 15*time.Second); err != nil {
+		r.t.Fatal(err)
+	}
+	return proc
+}
+
+func (r *rig) current() *loadtest.Proc {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.procs) == 0 {
+		return nil
+	}
+	return r.procs[len(r.procs)-1]
+}
+
+// output is everything every daemon of the rig wrote.
+func (r *rig) output() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var b strings.Builder
+	for i, p := range r.procs {
+		fmt.Fprintf(&b, "--- daemon run %d ---\n%s", i+1, p.Output())
+	}
+	return b.String()
+}
+
+// result of driving conversations.
+type result struct {
+	answered  map[string]bool
+	lost      map[string]loadtest.Platform // token → platform, no reply in time
+	perPlat   map[loadtest.Platform]int
+	sightings map[string]loadtest.Sighting
+}
+
+// converse drives chats closed-loop: each sends msgs messages, the next once
+// the previous one was answered or gave up after wait.
+func (r *rig) converse(ctx context.Context, chats, msgs int, wait time.Duration) result {
+	res := result{answered: map[string]bool{}, lost: map[string]loadtest.Platform{}, perPlat: map[loadtest.Platform]int{}}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for c := range chats {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for seq := range msgs {
+				tok := loadtest.Token(c, seq)
+				ch := r.p.Expect(tok)
+				r.p.Say(c, tok)
+				select {
+				case <-ch:
+					mu.Lock()
+					res.answered[tok] = true
+					res.perPlat[loadtest.PlatformOf(c)]++
+					mu.Unlock()
+				case <-time.After(wait):
+					mu.Lock()
+					res.lost[tok] = loadtest.PlatformOf(c)
+					mu.Unlock()
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	// Late replies (a lost-looking message answered after all) still count.
+	time.Sleep(300 * time.Millisecond)
+	res.sightings = r.p.Sightings()
+	for tok := range res.lost {
+		if _, ok := res.sightings[tok]; ok {
+			delete(res.lost, tok)
+			res.answered[tok] = true
+		}
+	}
+	return res
+}
+
+// duplicates lists tokens that appear in more than one new platform message.
+func (res result) duplicates() []string {
+	var out []string
+	for tok, s := range res.sightings {
+		if s.Creates > 1 {
+			out = append(out, fmt.Sprintf("%s×%d", tok, s.Creates))
+		}
+	}
+	return out
+}
+
+// metric sums the samples of the daemon's Prometheus metric name whose
+// labels contain every one of labels (e.g. `channel="slack"`).
+func (r *rig) metric(name string, labels ...string) float64 {
+	r.t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, "http://"+r.addr+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+loadtest.AdminToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		r.t.Fatalf("GET /metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	var sum float64
+	for _, line := range strings.Split(string(body), "\n") {
+		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
+			continue
+		}
+		ok := true
+		for _, l := range labels {
+			ok = ok && strings.Contains(line, l)
+		}
+		if !ok {
+			continue
+		}
+		if i := strings.LastIndexByte(line, ' '); i > 0 {
+			if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
+				sum += v
+			}
+		}
+	}
+	return sum
+}
+
+// receivedEverywhere fails unless the daemon received at least n messages on
+// each platform: a positive control, so "nothing was answered" cannot pass
+// merely because nothing arrived.
+func (r *rig) receivedEverywhere(n float64) {
+	r.t.Helper()
+	for _, ch := range []string{"telegram", "discord", "slack"} {
+		if got := r.metric("switchboard_messages_in_total", `channel="`+ch+`"`); got < n {
+			r.t.Errorf("the daemon received %v %s messages, want at least %v (the test did not reach it)", got, ch, n)
+		}
+	}
+}

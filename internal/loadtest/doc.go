@@ -1,0 +1,23 @@
+// Package loadtest owns Switchboard's load harness: it starts the fake
+// platforms (Telegram, Discord, Slack) and the fake OpenAI-compatible model in
+// the harness process, runs the real switchboard binary as a child process
+// against them, drives N chats × M messages through all three platforms and
+// measures what an operator cares about: end-to-end messages/s, latency from
+// platform message to first platform reply (model latency subtracted), RSS
+// (idle with three channels connected, and under load, read from
+// /proc/<pid>/status), boot-to-ready time, BoltDB bytes per 1,000 turns.
+//
+// Design decisions:
+//   - The daemon is a child process (the real binary) so RSS is the daemon's
+//     alone; fakes, drivers and bookkeeping stay in the harness process.
+//   - Reply detection is a reverse-proxy "tap" in front of each fake's REST
+//     API: every user message carries a unique token (q<chat>x<seq>z) that the
+//     echo model repeats, and the tap timestamps the first successful platform
+//     call (send or edit) whose body carries it. This times the platform
+//     call, not a poll of the fake's state, and counts duplicates (a token in
+//     more than one newly created message) as a side effect.
+//   - Chats are closed loops (each sends its next message once the previous
+//     one was answered), so N chats means N conversations in flight.
+//   - Figures are reported, never asserted as wall-clock limits; the tests
+//     assert correctness (every message answered exactly once).
+package loadtest

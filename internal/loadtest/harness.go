@@ -1,0 +1,292 @@
+package loadtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/switchboard-bot/switchboard/internal/testkit/fakellm"
+)
+
+// Options configure one harness run.
+type Options struct {
+	Bin      string // switchboard binary (BuildBinary)
+	Dir      string // work directory (config, data)
+	Chats    int    // concurrent chats, spread over Telegram, Discord and Slack
+	Messages int    // messages per chat, each sent once the previous is answered
+
+	ModelDelay      time.Duration // model latency before the first byte
+	TokensPerSecond float64       // model streaming speed; 0 = instant
+
+	MaxConcurrentTurns int           // agent.max_concurrent_turns (default 64)
+	ReplyTimeout       time.Duration // per message (default 30s)
+	IdleSettle         time.Duration // wait after ready before sampling idle RSS (default 500ms)
+	Env                []string      // extra child environment (GOGC=…, GOMEMLIMIT=…)
+	LogLevel           string        // daemon log level (default warn)
+	Logger             *slog.Logger
+}
+
+// Report is what one run measured.
+type Report struct {
+	Chats, Messages int
+	Answered        int
+	Duplicates      int // tokens seen in more than one newly created message
+	Elapsed         time.Duration
+	MessagesPerSec  float64
+
+	// Latency from the platform message to the first platform call carrying
+	// the reply, minus the configured model time for that reply.
+	P50, P95, P99, Max time.Duration
+	// PerPlatform holds the same percentiles per platform (Telegram paces
+	// sends to 1 message/s per chat, so its tail shows that pacing).
+	PerPlatform map[string][3]time.Duration
+
+	BootToReady   time.Duration
+	IdleRSSKiB    int64 // three channels connected, no traffic
+	IdleAnonKiB   int64 // of which anonymous memory (heap, stacks, runtime)
+	IdleFileKiB   int64 // of which file-backed (the binary's text and data)
+	LoadRSSKiB    int64 // peak during the load
+	DBBytes       int64 // switchboard.db after the run
+	DBBytesPer1k  float64
+	ModelRequests int
+	// DaemonCPU and HarnessCPU split the CPU time spent during the load
+	// between the daemon and this process (fakes, taps, drivers).
+	DaemonCPU, HarnessCPU time.Duration
+}
+
+// Run drives one load run against a fresh daemon and data directory.
+func Run(ctx context.Context, o Options) (Report, error) {
+	if o.Chats <= 0 || o.Messages <= 0 {
+		return Report{}, errors.New("loadtest: Chats and Messages must be positive")
+	}
+	if o.ReplyTimeout <= 0 {
+		o.ReplyTimeout = 30 * time.Second
+	}
+	if o.IdleSettle <= 0 {
+		o.IdleSettle = 500 * time.Millisecond
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	var modelTime sync.Map // token → time.Duration the model spent on it
+	echo := fakellm.Echo()
+	responder := func(r *fakellm.Request) fakellm.Response {
+		out := echo(r)
+		out.Delay = o.ModelDelay
+		out.TokensPerSecond = o.TokensPerSecond
+		mt := o.ModelDelay
+		if o.TokensPerSecond > 0 {
+			// role chunk + content chunks (5 runes each) + finish + usage,
+			// with one pace between consecutive chunks.
+			chunks := 3 + (utf8.RuneCountInString(out.Content)+4)/5
+			mt += time.Duration(float64(chunks-1) * float64(time.Second) / o.TokensPerSecond)
+		}
+		for _, tok := range tokenRE.FindAllString(r.LastUserText(), -1) {
+			modelTime.Store(tok, mt)
+		}
+		return out
+	}
+	p, err := StartPlatforms(ModelOptions{Responder: responder})
+	if err != nil {
+		return Report{}, err
+	}
+	defer p.Close()
+
+	dataDir := filepath.Join(o.Dir, "data")
+	cfg, err := p.WriteConfig(o.Dir, ConfigOptions{DataDir: dataDir, MaxConcurrentTurns: o.MaxConcurrentTurns, LogLevel: o.LogLevel})
+	if err != nil {
+		return Report{}, err
+	}
+	addr, err := FreeAddr()
+	if err != nil {
+		return Report{}, err
+	}
+	proc, err := StartProc(o.Bin, cfg, addr, append(p.Env(), o.Env...))
+	if err != nil {
+		return Report{}, err
+	}
+	defer proc.Kill()
+	rep := Report{Chats: o.Chats, Messages: o.Messages}
+	if rep.BootToReady, err = proc.WaitReady(ctx, 20*time.Second); err != nil {
+		return rep, err
+	}
+	if err := sleepCtx(ctx, o.IdleSettle); err != nil {
+		return rep, err
+	}
+	if rep.IdleRSSKiB, err = RSSKiB(proc.Pid()); err != nil {
+		return rep, err
+	}
+	if rep.IdleAnonKiB, rep.IdleFileKiB, err = RSSBreakdown(proc.Pid()); err != nil {
+		return rep, err
+	}
+
+	// Sample RSS while the load runs.
+	var peak atomic.Int64
+	peak.Store(rep.IdleRSSKiB)
+	stopSampler := make(chan struct{})
+	samplerDone := make(chan struct{})
+	go func() {
+		defer close(samplerDone)
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stopSampler:
+				return
+			case <-t.C:
+				if v, err := RSSKiB(proc.Pid()); err == nil && v > peak.Load() {
+					peak.Store(v)
+				}
+			}
+		}
+	}()
+
+	cpu0, _ := CPUTime(proc.Pid())
+	self0, _ := CPUTime(os.Getpid())
+	lats := make([][]time.Duration, o.Chats)
+	errs := make(chan error, o.Chats)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for c := range o.Chats {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for seq := range o.Messages {
+				tok := Token(c, seq)
+				ch := p.Expect(tok)
+				sent := time.Now()
+				p.Say(c, tok)
+				select {
+				case at := <-ch:
+					d := at.Sub(sent)
+					if v, ok := modelTime.Load(tok); ok {
+						d -= v.(time.Duration)
+					}
+					lats[c] = append(lats[c], d)
+				case <-time.After(o.ReplyTimeout):
+					errs <- fmt.Errorf("chat %d (%s): no reply to %s within %v", c, PlatformOf(c), tok, o.ReplyTimeout)
+					return
+				case <-ctx.Done():
+					errs <- ctx.Err()
+					return
+				case <-proc.Done():
+					errs <- fmt.Errorf("daemon exited during the load: %v", proc.Err())
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	rep.Elapsed = time.Since(start)
+	if cpu1, err := CPUTime(proc.Pid()); err == nil {
+		rep.DaemonCPU = cpu1 - cpu0
+	}
+	if self1, err := CPUTime(os.Getpid()); err == nil {
+		rep.HarnessCPU = self1 - self0
+	}
+	close(stopSampler)
+	<-samplerDone
+	rep.LoadRSSKiB = peak.Load()
+	close(errs)
+	var runErr error
+	for e := range errs {
+		runErr = errors.Join(runErr, e)
+	}
+
+	var all []time.Duration
+	byPlatform := map[string][]time.Duration{}
+	for c, l := range lats {
+		all = append(all, l...)
+		byPlatform[PlatformOf(c).String()] = append(byPlatform[PlatformOf(c).String()], l...)
+	}
+	rep.PerPlatform = map[string][3]time.Duration{}
+	for name, l := range byPlatform {
+		slices.Sort(l)
+		rep.PerPlatform[name] = [3]time.Duration{percentile(l, 50), percentile(l, 95), percentile(l, 99)}
+	}
+	rep.Answered = len(all)
+	if rep.Elapsed > 0 {
+		rep.MessagesPerSec = float64(rep.Answered) / rep.Elapsed.Seconds()
+	}
+	slices.Sort(all)
+	rep.P50, rep.P95, rep.P99 = percentile(all, 50), percentile(all, 95), percentile(all, 99)
+	if len(all) > 0 {
+		rep.Max = all[len(all)-1]
+	}
+	rep.ModelRequests = p.LLM.RequestCount()
+
+	// Let late duplicates (if any) land before counting, then stop cleanly so
+	// the database is closed.
+	_ = sleepCtx(ctx, 200*time.Millisecond)
+	for _, s := range p.Sightings() {
+		if s.Creates > 1 {
+			rep.Duplicates++
+		}
+	}
+	if err := proc.Stop(15 * time.Second); err != nil {
+		o.Logger.Warn("daemon exit", "err", err)
+	}
+	if st, err := os.Stat(filepath.Join(dataDir, "switchboard.db")); err == nil {
+		rep.DBBytes = st.Size()
+		if rep.Answered > 0 {
+			rep.DBBytesPer1k = float64(st.Size()) / float64(rep.Answered) * 1000
+		}
+	}
+	return rep, runErr
+}
+
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(p/100*float64(len(sorted)))) - 1
+	i = max(0, min(i, len(sorted)-1))
+	return sorted[i]
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Markdown writes the report as a small table.
+func (r Report) Markdown(w io.Writer) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "| figure | value |\n|---|---|\n")
+	fmt.Fprintf(&b, "| chats × messages | %d × %d (%d answered, %d duplicates) |\n", r.Chats, r.Messages, r.Answered, r.Duplicates)
+	fmt.Fprintf(&b, "| end to end | %.0f messages/s over %v |\n", r.MessagesPerSec, r.Elapsed.Round(time.Millisecond))
+	fmt.Fprintf(&b, "| latency to first reply (model time excluded) | p50 %v, p95 %v, p99 %v, max %v |\n",
+		r.P50.Round(10*time.Microsecond), r.P95.Round(10*time.Microsecond), r.P99.Round(10*time.Microsecond), r.Max.Round(10*time.Microsecond))
+	for _, name := range []string{"telegram", "discord", "slack"} {
+		if q, ok := r.PerPlatform[name]; ok {
+			fmt.Fprintf(&b, "| — %s | p50 %v, p95 %v, p99 %v |\n", name,
+				q[0].Round(10*time.Microsecond), q[1].Round(10*time.Microsecond), q[2].Round(10*time.Microsecond))
+		}
+	}
+	fmt.Fprintf(&b, "| boot to ready | %v |\n", r.BootToReady.Round(100*time.Microsecond))
+	fmt.Fprintf(&b, "| idle RSS (3 channels connected) | %.1f MiB (anonymous %.1f MiB, file-backed %.1f MiB) |\n",
+		float64(r.IdleRSSKiB)/1024, float64(r.IdleAnonKiB)/1024, float64(r.IdleFileKiB)/1024)
+	fmt.Fprintf(&b, "| peak RSS under load | %.1f MiB |\n", float64(r.LoadRSSKiB)/1024)
+	fmt.Fprintf(&b, "| BoltDB file | %.1f MiB; %.0f KiB per 1,000 turns |\n", float64(r.DBBytes)/(1<<20), r.DBBytesPer1k/1024)
+	fmt.Fprintf(&b, "| model requests | %d |\n", r.ModelRequests)
+	fmt.Fprintf(&b, "| CPU during the load | daemon %v, harness+fakes %v (of %v wall) |\n",
+		r.DaemonCPU, r.HarnessCPU, r.Elapsed.Round(time.Millisecond))
+	_, _ = io.WriteString(w, b.String())
+}

@@ -1,0 +1,115 @@
+package loadtest
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRunSmall runs the whole harness — real binary, three platforms — on a
+// small load and checks what it reports is real: every message answered once,
+// and every figure measured (not wall-clock limits: those are BENCHMARKS.md's).
+func TestRunSmall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the daemon binary")
+	}
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	bin, err := BuildBinary(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(ctx, Options{Bin: bin, Dir: dir, Chats: 9, Messages: 2, IdleSettle: 100 * time.Millisecond,
+		ModelDelay: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Answered != 18 || rep.Duplicates != 0 {
+		t.Errorf("answered %d of 18 with %d duplicates", rep.Answered, rep.Duplicates)
+	}
+	if rep.ModelRequests != 18 {
+		t.Errorf("%d model requests, want 18", rep.ModelRequests)
+	}
+	for name, v := range map[string]int64{"boot to ready": int64(rep.BootToReady), "idle RSS": rep.IdleRSSKiB,
+		"load RSS": rep.LoadRSSKiB, "db bytes": rep.DBBytes, "p99": int64(rep.P99)} {
+		if v <= 0 {
+			t.Errorf("%s not measured", name)
+		}
+	}
+	for _, pl := range []string{"telegram", "discord", "slack"} {
+		if _, ok := rep.PerPlatform[pl]; !ok {
+			t.Errorf("no latency figures for %s", pl)
+		}
+	}
+	var b strings.Builder
+	rep.Markdown(&b)
+	if !strings.Contains(b.String(), "9 × 2 (18 answered, 0 duplicates)") {
+		t.Errorf("report:\n%s", b.String())
+	}
+	t.Logf("\n%s", b.String())
+}
+
+// TestTapCountsDistinctPlatformMessages: the tap times the first call that
+// carries a token and counts the distinct messages created with it, by the
+// id the platform answered (a Discord nonce hit returns the same message).
+func TestTapCountsDistinctPlatformMessages(t *testing.T) {
+	next := 0
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("same") == "" {
+			next++
+		}
+		fmt.Fprintf(w, `{"id":"%d","content":"x"}`, 1000+next)
+	}))
+	defer backend.Close()
+	tap, err := newTap(backend.URL, discordSend, firstGroup(discordIDRE))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tap.Close()
+	post := func(path, body string) {
+		resp, err := http.Post(tap.URL()+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	post("/api/v9/channels/1/messages", `{"content":"echo: q1x1z"}`)
+	post("/api/v9/channels/1/messages?same=1", `{"content":"echo: q1x1z"}`) // nonce hit: same message
+	post("/api/v9/channels/1/messages", `{"content":"echo: q1x2z"}`)
+	post("/api/v9/channels/1/messages", `{"content":"echo: q1x2z"}`) // a real duplicate
+	post("/api/v9/channels/1/typing", `{"content":"q1x3z"}`)         // not a message call
+	got := tap.Sightings()
+	if s := got["q1x1z"]; s.Creates != 1 || s.First.IsZero() {
+		t.Errorf("q1x1z: %+v, want one message", s)
+	}
+	if s := got["q1x2z"]; s.Creates != 2 {
+		t.Errorf("q1x2z: %+v, want two messages", s)
+	}
+	if _, ok := got["q1x3z"]; ok {
+		t.Error("a typing call counted as a reply")
+	}
+}
+
+func TestPercentileAndToken(t *testing.T) {
+	ds := []time.Duration{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	for _, c := range []struct {
+		p    float64
+		want time.Duration
+	}{{50, 5}, {95, 10}, {99, 10}, {10, 1}} {
+		if got := percentile(ds, c.p); got != c.want {
+			t.Errorf("p%v = %v, want %v", c.p, got, c.want)
+		}
+	}
+	if percentile(nil, 50) != 0 {
+		t.Error("percentile of nothing")
+	}
+	if tok := Token(12, 0); tok != "q12x0z" || !tokenRE.MatchString(url.QueryEscape(tok)) {
+		t.Errorf("Token = %q", tok)
+	}
+}

@@ -1,0 +1,343 @@
+package loadtest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/switchboard-bot/switchboard/internal/testkit/fakediscord"
+	"github.com/switchboard-bot/switchboard/internal/testkit/fakellm"
+	"github.com/switchboard-bot/switchboard/internal/testkit/fakeslack"
+	"github.com/switchboard-bot/switchboard/internal/testkit/faketelegram"
+)
+
+// Secret values the harness hands the daemon through its environment. They
+// are distinctive so the security tests can scan every output for them.
+const (
+	TelegramToken = "7000000001:AAloadtestTelegramSecretToken_x9Q2"
+	DiscordToken  = "MTAxloadtestDiscordSecretToken.Gx7.k3Z"
+	SlackBotToken = "xoxb-loadtest-slack-bot-secret-55a1"
+	SlackAppToken = "xapp-1-loadtest-slack-app-secret-77c2"
+	SlackSigning  = "loadtest-signing-secret-0c4e9d"
+	LLMKey        = "sk-loadtest-model-secret-4f1a"
+)
+
+// ModelOptions shape the fake model's answers.
+type ModelOptions struct {
+	Delay           time.Duration // before the response headers (model latency)
+	TokensPerSecond float64       // chunk pacing; 0 = instant
+	// Responder overrides the echo answer (chaos tests inject faults).
+	Responder fakellm.Responder
+}
+
+// Platforms are the fakes and their taps, all in this process.
+type Platforms struct {
+	LLM      *fakellm.Server
+	Telegram *faketelegram.Server
+	Discord  *fakediscord.Server
+	Slack    *fakeslack.Server
+
+	TelegramTap, DiscordTap, SlackTap *Tap
+
+	mu      sync.Mutex
+	waiters map[string]chan time.Time
+}
+
+// StartPlatforms starts the fake model and the three fake platforms behind
+// their taps. Close releases them.
+func StartPlatforms(m ModelOptions) (*Platforms, error) {
+	resp := m.Responder
+	if resp == nil {
+		echo := fakellm.Echo()
+		resp = func(r *fakellm.Request) fakellm.Response {
+			out := echo(r)
+			out.Delay = m.Delay
+			out.TokensPerSecond = m.TokensPerSecond
+			return out
+		}
+	}
+	p := &Platforms{waiters: map[string]chan time.Time{}}
+	p.LLM = fakellm.New(resp)
+	p.Telegram = faketelegram.Start(faketelegram.Options{Token: TelegramToken})
+	p.Discord = fakediscord.New(fakediscord.Options{Token: DiscordToken})
+	p.Slack = fakeslack.Start(fakeslack.Options{BotToken: SlackBotToken, AppToken: SlackAppToken})
+	var err error
+	if p.TelegramTap, err = newTap(p.Telegram.URL(), telegramSend, firstGroup(telegramIDRE)); err != nil {
+		p.Close()
+		return nil, err
+	}
+	if p.DiscordTap, err = newTap(p.Discord.URL(), discordSend, firstGroup(discordIDRE)); err != nil {
+		p.Close()
+		return nil, err
+	}
+	slackRoot := strings.TrimSuffix(p.Slack.APIURL(), "api/")
+	if p.SlackTap, err = newTap(strings.TrimSuffix(slackRoot, "/"), slackSend, firstGroup(slackIDRE)); err != nil {
+		p.Close()
+		return nil, err
+	}
+	for _, t := range []*Tap{p.TelegramTap, p.DiscordTap, p.SlackTap} {
+		t.onSight = p.sighted
+	}
+	return p, nil
+}
+
+// Close stops every fake and tap; safe on a partly started set.
+func (p *Platforms) Close() {
+	for _, t := range []*Tap{p.TelegramTap, p.DiscordTap, p.SlackTap} {
+		if t != nil {
+			t.Close()
+		}
+	}
+	if p.Telegram != nil {
+		p.Telegram.Close()
+	}
+	if p.Discord != nil {
+		p.Discord.Close()
+	}
+	if p.Slack != nil {
+		p.Slack.Close()
+	}
+	if p.LLM != nil {
+		p.LLM.Close()
+	}
+}
+
+// Expect registers interest in tok before the message is sent; the returned
+// channel receives the time the reply was first seen.
+func (p *Platforms) Expect(tok string) <-chan time.Time {
+	ch := make(chan time.Time, 1)
+	p.mu.Lock()
+	p.waiters[tok] = ch
+	p.mu.Unlock()
+	return ch
+}
+
+func (p *Platforms) sighted(tok string, at time.Time) {
+	p.mu.Lock()
+	ch := p.waiters[tok]
+	delete(p.waiters, tok)
+	p.mu.Unlock()
+	if ch != nil {
+		ch <- at
+	}
+}
+
+// Platform names the three chat platforms.
+type Platform int
+
+// The platforms a chat may live on.
+const (
+	Telegram Platform = iota
+	Discord
+	Slack
+)
+
+func (pl Platform) String() string {
+	return [...]string{"telegram", "discord", "slack"}[pl]
+}
+
+// PlatformOf spreads chats over the three platforms round-robin.
+func PlatformOf(chat int) Platform { return Platform(chat % 3) }
+
+// Say sends text as a direct message from chat's user on its platform.
+func (p *Platforms) Say(chat int, text string) {
+	switch PlatformOf(chat) {
+	case Telegram:
+		p.Telegram.UserSays(TelegramChatID(chat), text)
+	case Discord:
+		p.Discord.UserSays(DiscordChannelID(chat), DiscordUserID(chat), text, fakediscord.SayOptions{})
+	case Slack:
+		p.Slack.UserDMs(SlackUserID(chat), text)
+	}
+}
+
+// TelegramChatID, DiscordChannelID, DiscordUserID and SlackUserID map a
+// harness chat number to the platform's ids.
+func TelegramChatID(chat int) int64    { return 500000 + int64(chat) }
+func DiscordChannelID(chat int) string { return strconv.Itoa(800000000000 + chat) }
+func DiscordUserID(chat int) string    { return strconv.Itoa(900000000000 + chat) }
+func SlackUserID(chat int) string      { return fmt.Sprintf("U%07d", chat) }
+
+// Sightings merges what the three taps saw.
+func (p *Platforms) Sightings() map[string]Sighting {
+	out := map[string]Sighting{}
+	for _, t := range []*Tap{p.TelegramTap, p.DiscordTap, p.SlackTap} {
+		for k, v := range t.Sightings() {
+			if o, ok := out[k]; ok {
+				v.Creates += o.Creates
+				if o.First.Before(v.First) {
+					v.First = o.First
+				}
+			}
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// ConfigOptions are the daemon settings the harness varies.
+type ConfigOptions struct {
+	DataDir            string
+	Listen             string // default 127.0.0.1:0
+	MaxConcurrentTurns int    // default 64
+	LogLevel           string // default warn
+	AccessMode         string // default open
+	AllowFrom          []string
+	Tools              []string // agent.tools (default [current_time])
+	Admins             []string // bot.admins
+	// SlackHTTP runs Slack on the Events API (webhook on server.listen)
+	// instead of Socket Mode; TelegramWebhookURL, when set, runs Telegram in
+	// webhook mode with the secret ${TELEGRAM_WEBHOOK_SECRET}.
+	SlackHTTP          bool
+	TelegramWebhookURL string
+	Extra              string // appended YAML (top-level keys not written above)
+}
+
+// TelegramWebhookSecret is the webhook secret handed to the daemon.
+const TelegramWebhookSecret = "tgWebhookSecret_loadtest_91b7"
+
+// AdminToken is server.admin_token, handed to the daemon through its environment.
+const AdminToken = "admin-token-loadtest-secret-3d8e"
+
+// Env is the child's environment: the secrets the config references.
+func (p *Platforms) Env() []string {
+	return []string{
+		"TELEGRAM_BOT_TOKEN=" + TelegramToken,
+		"DISCORD_BOT_TOKEN=" + DiscordToken,
+		"SLACK_BOT_TOKEN=" + SlackBotToken,
+		"SLACK_APP_TOKEN=" + SlackAppToken,
+		"SLACK_SIGNING_SECRET=" + SlackSigning,
+		"OPENAI_API_KEY=" + LLMKey,
+		"TELEGRAM_WEBHOOK_SECRET=" + TelegramWebhookSecret,
+		"SWITCHBOARD_ADMIN_TOKEN=" + AdminToken,
+	}
+}
+
+// WriteConfig writes a config.yaml for the three platforms and the fake
+// model into dir and returns its path. Secrets are ${ENV} references.
+func (p *Platforms) WriteConfig(dir string, o ConfigOptions) (string, error) {
+	if o.DataDir == "" {
+		o.DataDir = filepath.Join(dir, "data")
+	}
+	if o.Listen == "" {
+		o.Listen = "127.0.0.1:0"
+	}
+	if o.MaxConcurrentTurns == 0 {
+		o.MaxConcurrentTurns = 64
+	}
+	if o.LogLevel == "" {
+		o.LogLevel = "warn"
+	}
+	if o.AccessMode == "" {
+		o.AccessMode = "open"
+	}
+	list := func(l []string) string {
+		if len(l) == 0 {
+			return "[]"
+		}
+		return `["` + strings.Join(l, `", "`) + `"]`
+	}
+	if len(o.Tools) == 0 {
+		o.Tools = []string{"current_time"}
+	}
+	slackMode, tgMode := "socket", "polling"
+	if o.SlackHTTP {
+		slackMode = "http"
+	}
+	if o.TelegramWebhookURL != "" {
+		tgMode = "webhook"
+	}
+	cfg := fmt.Sprintf(`bot:
+  name: Loadtest
+  data_dir: %q
+  timezone: UTC
+  admins: %s
+llm:
+  base_url: %q
+  api_key: ${OPENAI_API_KEY}
+  model: fake-model
+  timeout: 30s
+  max_retries: 5
+  tool_protocol: native
+agent:
+  max_concurrent_turns: %d
+  tools: %s
+access:
+  mode: %s
+  allow_from: %s
+  groups: mention
+channels:
+  console:
+    enabled: false
+  telegram:
+    enabled: true
+    token: ${TELEGRAM_BOT_TOKEN}
+    api_url: %q
+    mode: %s
+    webhook_url: %q
+    webhook_secret: ${TELEGRAM_WEBHOOK_SECRET}
+  discord:
+    enabled: true
+    token: ${DISCORD_BOT_TOKEN}
+    api_url: %q
+    gateway_url: %q
+  slack:
+    enabled: true
+    bot_token: ${SLACK_BOT_TOKEN}
+    app_token: ${SLACK_APP_TOKEN}
+    signing_secret: ${SLACK_SIGNING_SECRET}
+    mode: %s
+    api_url: %q
+    thread_replies: false
+server:
+  listen: %q
+  admin_token: ${SWITCHBOARD_ADMIN_TOKEN}
+log:
+  level: %s
+  format: text
+%s`, o.DataDir, list(o.Admins), p.LLM.URL, o.MaxConcurrentTurns, list(o.Tools), o.AccessMode, list(o.AllowFrom),
+		p.TelegramTap.URL(), tgMode, o.TelegramWebhookURL, p.DiscordTap.URL(), p.Discord.GatewayURL(),
+		slackMode, p.SlackTap.URL()+"/api/", o.Listen, o.LogLevel, o.Extra)
+	path := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		return "", fmt.Errorf("write config: %w", err)
+	}
+	return path, nil
+}
+
+// RedeliverSlack plays Slack's retry policy until ctx ends: every envelope
+// left unacknowledged for longer than after is delivered again (same event,
+// retry_attempt+1), once per envelope id. It returns when ctx is done.
+func (p *Platforms) RedeliverSlack(ctx context.Context, after time.Duration) {
+	firstSeen := map[string]time.Time{}
+	done := map[string]bool{}
+	t := time.NewTicker(after / 4)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		for _, id := range p.Slack.Unacked() {
+			if done[id] {
+				continue
+			}
+			fs, ok := firstSeen[id]
+			if !ok {
+				firstSeen[id] = now
+				continue
+			}
+			if now.Sub(fs) >= after {
+				done[id] = true
+				p.Slack.Redeliver(id)
+			}
+		}
+	}
+}
