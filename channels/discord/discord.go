@@ -157,6 +157,11 @@ type Options struct {
 	// CatchUpRetry is how often channels whose messages could not be handed
 	// to the sink are retried from history (15s).
 	CatchUpRetry time.Duration
+	// Cursors, if set, persists each channel's last handled message id so
+	// messages sent while the daemon was down are fetched at start.
+	Cursors CursorStore
+	// CursorFlush is how often changed cursors are saved (DefaultCursorFlush).
+	CursorFlush time.Duration
 	// MaxTrackedChannels bounds the channels whose last message id is kept
 	// for catch-up after reconnects (200; the least recently active is
 	// forgotten). Every reconnect costs one history request per channel.
@@ -274,6 +279,7 @@ func setDefaults(o *Options) {
 	def(&o.ReconnectMin, DefaultReconnectMin)
 	def(&o.ReconnectMax, DefaultReconnectMax)
 	def(&o.CatchUpRetry, DefaultCatchUpRetry)
+	def(&o.CursorFlush, DefaultCursorFlush)
 	if o.RateLimitMaxWait == 0 {
 		o.RateLimitMaxWait = DefaultRateLimitMaxWait
 	}

@@ -67,15 +67,22 @@ func (c *Channel) Run(ctx context.Context, sink channels.Sink) error {
 		disconnected: make(chan struct{}, 1),
 		queue:        make(chan item, 256),
 	}
+	c.loadCursors(runCtx)
 	workerDone := make(chan struct{})
 	go func() {
 		defer close(workerDone)
 		r.worker()
 	}()
+	flushDone := make(chan struct{})
+	go func() {
+		defer close(flushDone)
+		c.flushCursors(runCtx)
+	}()
 	defer func() {
 		stop()
 		r.closeGateway()
 		<-workerDone
+		<-flushDone
 	}()
 	c.log.Info("discord: connecting", "bot", me.Username)
 	return r.loop()

@@ -84,8 +84,10 @@ func (r *run) live(m *discordgo.Message) {
 	}
 	if !known {
 		// Start tracking just before this message so a failure can be caught
-		// up from history.
+		// up from history — and save that before handing the message on, so
+		// even a crash right now is caught up by the next process.
 		c.setCursor(m.ChannelID, snowPred(m.ID))
+		c.saveCursors(r.ctx)
 	}
 	r.deliver(m)
 }

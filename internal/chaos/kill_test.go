@@ -11,6 +11,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -59,25 +60,25 @@ func TestKillRestartDuringConversations(t *testing.T) {
 	killer.Wait()
 
 	dups := res.duplicates()
-	var discordLost []string
+	var firstContact []string
 	for tok, pl := range res.lost {
-		if pl == loadtest.Discord {
-			discordLost = append(discordLost, tok)
+		if pl == loadtest.Discord && strings.HasSuffix(strings.TrimSuffix(tok, "z"), "x0") {
+			// Discord has no redelivery and a bot cannot list its DMs: a
+			// channel's very first message, dispatched while the daemon is
+			// down, is unknowable. Every later message is caught up from the
+			// channel's persisted cursor.
+			firstContact = append(firstContact, tok)
 			continue
 		}
 		t.Errorf("%s message %s never answered", pl, tok)
+	}
+	if len(firstContact) > 0 {
+		t.Logf("documented limit: %d Discord first messages sent while the daemon was down: %v", len(firstContact), firstContact)
 	}
 	out := r.output()
 	resends := strings.Count(out, "resending a chunk")
 	t.Logf("%d kills; %d of %d messages answered (telegram %d, discord %d, slack %d); %d resends in the intent-without-receipt window",
 		kills, len(res.answered), chats*msgs, res.perPlat[loadtest.Telegram], res.perPlat[loadtest.Discord], res.perPlat[loadtest.Slack], resends)
-	if len(discordLost) > 0 {
-		// Discord has no redelivery: a MESSAGE_CREATE dispatched while the
-		// daemon was dead, or read and not yet persisted, is only recoverable
-		// from channel history, which the adapter fetches for channels seen
-		// in the same process. Reported, not failed (see BENCHMARKS.md).
-		t.Logf("KNOWN GAP: %d Discord messages lost across SIGKILL: %v", len(discordLost), discordLost)
-	}
 	// A duplicate is only acceptable as the product of a counted resend.
 	if len(dups) > resends {
 		t.Errorf("%d duplicate replies but only %d counted resends: %v", len(dups), resends, dups)
@@ -109,13 +110,10 @@ func TestKillRestartDuringConversations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(sessions) < chats-len(discordLost) {
-		t.Errorf("%d sessions stored, want about %d", len(sessions), chats)
+	if len(sessions) < chats {
+		t.Errorf("%d sessions stored, want %d", len(sessions), chats)
 	}
 	for c := range chats {
-		if loadtest.PlatformOf(c) == loadtest.Discord {
-			continue
-		}
 		key := sessionKey(c)
 		hist, err := st.LoadHistory(context.Background(), key, 100)
 		if err != nil {
@@ -130,6 +128,9 @@ func TestKillRestartDuringConversations(t *testing.T) {
 		}
 		joined := strings.Join(users, "\n")
 		for seq := range msgs {
+			if slices.Contains(firstContact, loadtest.Token(c, seq)) {
+				continue
+			}
 			if n := strings.Count(joined, loadtest.Token(c, seq)); n != 1 {
 				t.Errorf("session %s holds user message %s %d times, want once (history: %q)", key, loadtest.Token(c, seq), n, users)
 			}

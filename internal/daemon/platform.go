@@ -78,6 +78,7 @@ func (d *Daemon) buildPlatform(cfg *config.Config, name string) (channels.Channe
 			Token: c.Discord.Token.Value(), APIURL: c.Discord.APIURL, GatewayURL: c.Discord.GatewayURL,
 			Guilds: c.Discord.Guilds, AllowBots: cfg.Access.AllowBots, EditInterval: c.Discord.EditInterval,
 			MaxMediaBytes: int64(c.Discord.MaxMediaBytes), HTTPClient: d.opts.HTTPClient, Logger: d.log.With("channel", "discord"),
+			Cursors: d.store,
 		})
 	case "slack":
 		threads := c.Slack.ThreadReplies

@@ -1,0 +1,108 @@
+package discord
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// CursorStore keeps the per-channel "last handled message" ids across
+// restarts (the daemon passes its BoltDB key/value store). With it, messages
+// sent while the daemon process was down are fetched from history when it
+// comes back; without it, only gaps inside one process are caught up.
+type CursorStore interface {
+	KVGet(ctx context.Context, key string) ([]byte, bool, error)
+	KVPut(ctx context.Context, key string, val []byte) error
+}
+
+// cursorsKey is the KV key holding {channel id: last handled message id}.
+const cursorsKey = "discord/cursors"
+
+// DefaultCursorFlush is how often advanced cursors are written to the store
+// (a channel seen for the first time is written before its first message is
+// handed on: saveCursors).
+// A cursor that is behind after a crash only means messages are fetched
+// again, and the handler's persisted dedup drops them.
+const DefaultCursorFlush = 2 * time.Second
+
+// loadCursors starts tracking the channels saved by an earlier run, so the
+// first READY catches each of them up.
+func (c *Channel) loadCursors(ctx context.Context) {
+	if c.opts.Cursors == nil {
+		return
+	}
+	raw, ok, err := c.opts.Cursors.KVGet(ctx, cursorsKey)
+	if err != nil {
+		c.log.Warn("discord: reading saved cursors failed; messages sent while stopped are not fetched", "err", err)
+		return
+	}
+	if !ok {
+		return
+	}
+	var saved map[string]string
+	if err := json.Unmarshal(raw, &saved); err != nil {
+		c.log.Warn("discord: saved cursors are unreadable; ignoring them", "err", err)
+		return
+	}
+	for id, last := range saved {
+		if _, known := c.cursorOf(id); !known && id != "" && last != "" {
+			c.setCursor(id, last)
+		}
+	}
+}
+
+// snapshotCursors returns the tracked cursors as saved.
+func (c *Channel) snapshotCursors() map[string]string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]string, len(c.cursors))
+	for id, cur := range c.cursors {
+		out[id] = cur.last
+	}
+	return out
+}
+
+// saveCursors writes the cursors now (a new channel appeared).
+func (c *Channel) saveCursors(ctx context.Context) {
+	if c.opts.Cursors == nil {
+		return
+	}
+	raw, err := json.Marshal(c.snapshotCursors())
+	if err != nil {
+		return
+	}
+	if err := c.opts.Cursors.KVPut(ctx, cursorsKey, raw); err != nil {
+		c.log.Warn("discord: saving cursors failed", "err", err)
+	}
+}
+
+// flushCursors saves the cursors every CursorFlush while ctx lives, and once
+// more when it ends.
+func (c *Channel) flushCursors(ctx context.Context) {
+	if c.opts.Cursors == nil {
+		return
+	}
+	t := time.NewTicker(c.opts.CursorFlush)
+	defer t.Stop()
+	var last []byte
+	save := func(ctx context.Context) {
+		raw, err := json.Marshal(c.snapshotCursors())
+		if err != nil || string(raw) == string(last) {
+			return
+		}
+		if err := c.opts.Cursors.KVPut(ctx, cursorsKey, raw); err != nil {
+			c.log.Warn("discord: saving cursors failed", "err", err)
+			return
+		}
+		last = raw
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			save(context.WithoutCancel(ctx))
+			return
+		case <-t.C:
+			save(ctx)
+		}
+	}
+}
