@@ -176,3 +176,12 @@ type DeltaWriter interface {
 	WriteDelta(target Target, text string)
 	ResetDelta(target Target)
 }
+
+// Verifier is implemented by channels that can tell whether a chunk whose
+// send has an intent but no receipt (the process died during the platform
+// call) reached the platform after all, e.g. by reading the conversation's
+// history. The outbound path asks before resending; found means "do not
+// resend", and id is the platform's message id.
+type Verifier interface {
+	Delivered(ctx context.Context, out Outgoing, since time.Time) (id string, found bool, err error)
+}

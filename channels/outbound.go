@@ -152,6 +152,10 @@ func (o *Outbound) Deliver(ctx context.Context, ch Channel, d Delivery) ([]strin
 			continue
 		}
 		if has && rec.Status == OutboxPending {
+			if id, ok := o.verify(ctx, ch, d, i, c, rec); ok {
+				ids = append(ids, id)
+				continue
+			}
 			o.resent.Add(1)
 			o.obs.Delivery("resent")
 			o.log.Warn("resending a chunk whose earlier send has no receipt",
@@ -164,6 +168,31 @@ func (o *Outbound) Deliver(ctx context.Context, ch Channel, d Delivery) ([]strin
 		ids = append(ids, id)
 	}
 	return ids, nil
+}
+
+// verify asks a Verifier channel whether a chunk without a receipt reached
+// the platform; if so, the receipt is recorded and the chunk is not resent.
+func (o *Outbound) verify(ctx context.Context, ch Channel, d Delivery, i int, c Chunk, rec memory.OutboxRecord) (string, bool) {
+	v, ok := ch.(Verifier)
+	if !ok {
+		return "", false
+	}
+	out := Outgoing{Target: d.Target, Text: c.Text, Plain: c.Plain, ReplyTo: d.ReplyTo, Nonce: nonce(d.TurnID, i)}
+	id, found, err := v.Delivered(ctx, out, rec.Created)
+	if err != nil {
+		o.log.Warn("could not check whether an unconfirmed chunk arrived; resending", "target", d.Target.String(), "err", err)
+		return "", false
+	}
+	if !found {
+		return "", false
+	}
+	if o.outbox != nil {
+		if err := o.outbox.OutboxResult(ctx, rec.ID, OutboxDelivered, id, ""); err != nil {
+			o.log.Error("record found chunk", "err", err, "turn", d.TurnID)
+		}
+	}
+	o.log.Info("a chunk sent before the restart had arrived; not resending it", "target", d.Target.String(), "turn", d.TurnID, "chunk", i)
+	return id, true
 }
 
 // SendChunk sends one chunk of d with retries and outbox records; the streaming

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptrace"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -162,4 +163,41 @@ func (c *Channel) StartTyping(ctx context.Context, target channels.Target) (stop
 	return func() {
 		once.Do(func() { set(context.WithoutCancel(ctx), "") })
 	}
+}
+
+// Delivered looks in the conversation for a message of ours with exactly
+// out's text, posted since `since` (the outbox intent's time): after a crash
+// during chat.postMessage the shared outbound path asks before resending, so
+// a post that did land is not duplicated (DESIGN §2). It returns the ts of
+// the message when found.
+func (c *Channel) Delivered(ctx context.Context, out channels.Outgoing, since time.Time) (string, bool, error) {
+	text := out.Text
+	if strings.TrimSpace(text) == "" {
+		text = out.Plain
+	}
+	oldest := strconv.FormatFloat(float64(since.Add(-time.Minute).UnixMicro())/1e6, 'f', 6, 64)
+	var msgs []slackapi.Message
+	if out.Target.ThreadID != "" {
+		got, _, _, err := c.api.GetConversationRepliesContext(ctx, &slackapi.GetConversationRepliesParameters{
+			ChannelID: out.Target.ChatID, Timestamp: out.Target.ThreadID, Oldest: oldest, Limit: 200})
+		if err != nil {
+			return "", false, classify(ctx, "conversations.replies", err, false, false)
+		}
+		msgs = got
+	} else {
+		resp, err := c.api.GetConversationHistoryContext(ctx, &slackapi.GetConversationHistoryParameters{
+			ChannelID: out.Target.ChatID, Oldest: oldest, Limit: 200})
+		if err != nil {
+			return "", false, classify(ctx, "conversations.history", err, false, false)
+		}
+		msgs = resp.Messages
+	}
+	botUser, botID := c.BotUserID(), c.botBotID()
+	for _, m := range msgs {
+		ours := (botUser != "" && m.User == botUser) || (botID != "" && m.BotID == botID)
+		if ours && m.Text == text {
+			return m.Timestamp, true, nil
+		}
+	}
+	return "", false, nil
 }

@@ -187,3 +187,33 @@ func TestFormatProducesMrkdwnChunks(t *testing.T) {
 		}
 	}
 }
+
+// After a crash during chat.postMessage the outbound path asks Delivered
+// before resending: a post that landed is found in the conversation (or the
+// thread), one that did not is not.
+func TestDeliveredFindsPostsThatLanded(t *testing.T) {
+	f := fakeslack.New(t, fakeslack.Options{})
+	r := start(t, f, testOptions(f), newRecorder())
+	ctx := context.Background()
+	since := time.Now()
+	dm := channels.Target{Channel: "slack", ChatID: fakeslack.DMChannel("U100")}
+	ts, err := r.c.Send(ctx, channels.Outgoing{Target: dm, Text: "the answer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, found, err := r.c.Delivered(ctx, channels.Outgoing{Target: dm, Text: "the answer"}, since)
+	if err != nil || !found || id != ts {
+		t.Fatalf("Delivered(landed) = %q, %v, %v; want %q", id, found, err, ts)
+	}
+	if _, found, _ := r.c.Delivered(ctx, channels.Outgoing{Target: dm, Text: "never posted"}, since); found {
+		t.Fatal("a text that was never posted was reported delivered")
+	}
+	thread := channels.Target{Channel: "slack", ChatID: "C200", ThreadID: "1700000000.000100"}
+	tts, err := r.c.Send(ctx, channels.Outgoing{Target: thread, Text: "in the thread"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, found, err := r.c.Delivered(ctx, channels.Outgoing{Target: thread, Text: "in the thread"}, since); err != nil || !found || id != tts {
+		t.Fatalf("Delivered(thread) = %q, %v, %v; want %q", id, found, err, tts)
+	}
+}

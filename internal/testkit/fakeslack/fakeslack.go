@@ -151,6 +151,7 @@ type Server struct {
 	mu           sync.Mutex
 	changed      chan struct{}
 	seq          int
+	tsBase       int64 // Unix second the server started; the integer part of every ts
 	authErr      string
 	authNeeded   string
 	openErr      string
@@ -205,7 +206,7 @@ func Start(opts Options) *Server {
 	if opts.PingInterval <= 0 {
 		opts.PingInterval = 50 * time.Millisecond
 	}
-	s := &Server{
+	s := &Server{tsBase: time.Now().Unix(),
 		opts:      opts,
 		stop:      make(chan struct{}),
 		changed:   make(chan struct{}),
@@ -224,6 +225,8 @@ func Start(opts Options) *Server {
 		c.Handle("/api/chat.update", s.handleUpdate)
 		c.Handle("/api/assistant.threads.setStatus", s.handleSetStatus)
 		c.Handle("/api/users.info", s.handleUsersInfo)
+		c.Handle("/api/conversations.history", s.handleHistory)
+		c.Handle("/api/conversations.replies", s.handleHistory)
 		c.Handle("/api/", s.handleUnknownMethod)
 		c.Handle("/files-pri/", s.handleFile)
 		c.Handle("/signin", s.handleSignin)
@@ -744,6 +747,41 @@ func (s *Server) handleUsersInfo(w http.ResponseWriter, r *http.Request) {
 	}})
 }
 
+// handleHistory answers conversations.history (top-level messages of a
+// channel, newest first, after oldest) and conversations.replies (a thread's
+// root and replies, oldest first) from the bot's recorded posts.
+func (s *Server) handleHistory(w http.ResponseWriter, r *http.Request) {
+	method := strings.TrimPrefix(r.URL.Path, "/api/")
+	form, ok := s.begin(w, r, method, s.opts.BotToken)
+	if !ok {
+		return
+	}
+	channel, thread, oldest := form.Get("channel"), form.Get("ts"), form.Get("oldest")
+	s.mu.Lock()
+	var msgs []map[string]any
+	for _, p := range s.posts {
+		if p.Method != "chat.postMessage" || p.Channel != channel {
+			continue
+		}
+		if method == "conversations.replies" && p.ThreadTS != thread && p.TS != thread {
+			continue
+		}
+		if method == "conversations.history" && (p.ThreadTS != "" || (oldest != "" && p.TS <= oldest)) {
+			continue
+		}
+		m := map[string]any{"type": "message", "text": p.Text, "user": s.opts.BotUserID, "bot_id": s.opts.BotID, "ts": p.TS}
+		if p.ThreadTS != "" {
+			m["thread_ts"] = p.ThreadTS
+		}
+		msgs = append(msgs, m)
+	}
+	s.mu.Unlock()
+	if method == "conversations.history" {
+		slices.Reverse(msgs) // newest first, as Slack answers
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "messages": msgs, "has_more": false})
+}
+
 func (s *Server) handleUnknownMethod(w http.ResponseWriter, r *http.Request) {
 	apiError(w, "unknown_method")
 }
@@ -777,9 +815,11 @@ func (s *Server) handleSignin(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(w, "<html><body>Sign in to Fake Team</body></html>")
 }
 
+// nextTSLocked returns "<seconds>.<seq>": the server's start second (so a
+// ts compares with real time as Slack's do) and an increasing sequence.
 func (s *Server) nextTSLocked() string {
 	s.seq++
-	return fmt.Sprintf("1700000000.%06d", s.seq)
+	return fmt.Sprintf("%d.%06d", s.tsBase, s.seq)
 }
 
 // NextTS returns a fresh, increasing Slack message timestamp.
