@@ -10,7 +10,7 @@ import (
 	"strings"
 )
 
-//go:embed defaults/*.md
+//go:embed *.md
 var defaultFiles embed.FS
 
 // DefaultFile returns the embedded default file for name (assistant,
@@ -19,7 +19,7 @@ func DefaultFile(name string) ([]byte, bool) {
 	if !ValidName(name) {
 		return nil, false
 	}
-	data, err := fs.ReadFile(defaultFiles, "defaults/"+name+".md")
+	data, err := fs.ReadFile(defaultFiles, name+".md")
 	if err != nil {
 		return nil, false
 	}
@@ -54,13 +54,13 @@ func WriteDefaults(dir string) ([]string, error) {
 			}
 		}
 	}
-	defs, err := fs.ReadDir(defaultFiles, "defaults")
+	defs, err := fs.ReadDir(defaultFiles, ".")
 	if err != nil {
 		return nil, fmt.Errorf("personas: embedded defaults: %w", err)
 	}
 	var written []string
 	for _, d := range defs {
-		data, err := fs.ReadFile(defaultFiles, "defaults/"+d.Name())
+		data, err := fs.ReadFile(defaultFiles, d.Name())
 		if err != nil {
 			return written, fmt.Errorf("personas: embedded default %s: %w", d.Name(), err)
 		}

@@ -5,6 +5,11 @@
 // turns a directory into an immutable Set; and the Resolver that decides which
 // persona serves a chat and records per-chat choices (/persona NAME).
 //
+// The shipped defaults are the *.md files in this directory, which is also
+// the default personas.dir (./personas, as DESIGN.md lays it out): running
+// from the repository root loads them directly, and the loader ignores the
+// package's .go files.
+//
 // A persona file looks like this:
 //
 //	---

@@ -91,12 +91,12 @@ func Load(dir string) (*Set, []error) {
 }
 
 // Builtin returns the embedded default personas (assistant, reporter,
-// buddy) as a Set, with File set to "defaults/<name>.md".
+// buddy) as a Set, with File set to "<name>.md".
 func Builtin() *Set {
 	s := &Set{byName: map[string]Persona{}}
-	entries, _ := fs.ReadDir(defaultFiles, "defaults")
+	entries, _ := fs.ReadDir(defaultFiles, ".")
 	for _, e := range entries {
-		path := "defaults/" + e.Name()
+		path := e.Name()
 		data, err := fs.ReadFile(defaultFiles, path)
 		if err != nil {
 			continue
