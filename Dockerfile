@@ -11,6 +11,9 @@ RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w -X main.version=${VERSION}"
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/switchboard /usr/local/bin/switchboard
 COPY config.yaml /etc/switchboard/config.yaml
+# personas.dir (./personas) resolves next to the config file; mount a volume
+# over /etc/switchboard/personas to edit them.
+COPY personas/*.md /etc/switchboard/personas/
 # Sessions (switchboard.db) and the editable personas/ directory live in /data.
 VOLUME ["/data"]
 WORKDIR /data
