@@ -1,6 +1,9 @@
 // Package tools holds Switchboard's built-in agent tools: current_time and
-// web_fetch. Each implements agent.Tool (and agent.Repeatable: neither has
-// side effects) and is built by its own constructor, or all at once by New.
+// web_fetch (both agent.Repeatable: no side effects; built by their own
+// constructors or together by New), and memory (NewMemory: the chat's
+// long-term notes — save/search/list/forget, scoped to the calling session,
+// not Repeatable since save and forget have effects). The schedule and
+// send_message tools live with the scheduler in package heartbeat.
 //
 // Design decisions:
 //
