@@ -708,7 +708,7 @@ func (h *Handler) Close(ctx context.Context) {
 
 func batchText(batch []item) string {
 	if len(batch) == 1 {
-		return batch[0].msg.Text
+		return withQuote(batch[0].msg)
 	}
 	var b strings.Builder
 	for i, it := range batch {
@@ -718,9 +718,22 @@ func batchText(batch []item) string {
 		if !it.msg.Direct && it.msg.Sender.Name != "" {
 			b.WriteString(it.msg.Sender.Name + ": ")
 		}
-		b.WriteString(it.msg.Text)
+		b.WriteString(withQuote(it.msg))
 	}
 	return b.String()
+}
+
+// withQuote puts the replied-to message, wrapped as untrusted content, in
+// front of the text: it may be another person's words, never instructions.
+func withQuote(m Message) string {
+	if m.Quote == nil {
+		return m.Text
+	}
+	author := m.Quote.Author
+	if m.Quote.FromBot {
+		author = "you (the assistant)"
+	}
+	return agent.QuoteUntrusted(author, m.Quote.Text) + "\n" + m.Text
 }
 
 func batchMedia(batch []item) []agent.Media {

@@ -44,12 +44,23 @@ type Message struct {
 	Mentioned bool `json:"mentioned,omitempty"`
 	// ReplyTo is the platform id of the message this one replies to, if any.
 	ReplyTo string `json:"reply_to,omitempty"`
+	// Quote is the text of the message this one replies to, when the
+	// platform includes it. The handler gives it to the model wrapped as
+	// untrusted content (it may be another user's words).
+	Quote *Quote `json:"quote,omitempty"`
 	// FromSelf is true for the bot's own messages (adapters may drop them earlier).
 	FromSelf bool      `json:"from_self,omitempty"`
 	Time     time.Time `json:"time"`
 	// ParentID records the parent channel of a thread where the platform has one
 	// (Discord threads); informational.
 	ParentID string `json:"parent_id,omitempty"`
+}
+
+// Quote is a replied-to message as the platform showed it.
+type Quote struct {
+	Author  string `json:"author,omitempty"`
+	Text    string `json:"text"`
+	FromBot bool   `json:"from_bot,omitempty"` // the bot's own earlier message
 }
 
 // Target is the session key and delivery address of the message's chat:

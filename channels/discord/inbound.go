@@ -224,8 +224,14 @@ func (c *Channel) normalize(ctx context.Context, m *discordgo.Message) (channels
 	msg.Text = text
 	if ref := m.MessageReference; ref != nil && ref.MessageID != "" {
 		msg.ReplyTo = ref.MessageID
-		if rm := m.ReferencedMessage; rm != nil && rm.Author != nil && botID != "" && rm.Author.ID == botID {
-			msg.Mentioned = true
+		if rm := m.ReferencedMessage; rm != nil && rm.Author != nil {
+			fromBot := botID != "" && rm.Author.ID == botID
+			if fromBot {
+				msg.Mentioned = true
+			}
+			if qt := strings.TrimSpace(rm.Content); qt != "" {
+				msg.Quote = &channels.Quote{Author: displayName(rm), Text: qt, FromBot: fromBot}
+			}
 		}
 	}
 	msg.Media = c.downloadImages(ctx, m)

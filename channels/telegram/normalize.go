@@ -86,8 +86,16 @@ func (c *Channel) normalize(ctx context.Context, upd *models.Update) (channels.M
 	// message; only a reply to something else is a real reply.
 	if r := m.ReplyToMessage; r != nil && r.ForumTopicCreated == nil {
 		msg.ReplyTo = chatID + ":" + strconv.Itoa(r.ID)
-		if r.From != nil && r.From.ID == botID {
+		fromBot := r.From != nil && r.From.ID == botID
+		if fromBot {
 			msg.Mentioned = true
+		}
+		if qt := strings.TrimSpace(r.Text + r.Caption); qt != "" {
+			author := ""
+			if r.From != nil {
+				author = displayName(r.From)
+			}
+			msg.Quote = &channels.Quote{Author: author, Text: qt, FromBot: fromBot}
 		}
 	}
 	msg.Media = c.media(ctx, m)

@@ -91,9 +91,15 @@ func TestTelegramGroupAnswersOnlyMentionsAndReplies(t *testing.T) {
 	}
 
 	reply := tg.UserSays(tgGroup, "and tell me more", faketelegram.InSupergroup("Team"), faketelegram.ReplyTo(sent[0].MessageID))
-	sent = tgWaitText(t, tg, tgGroup, 2, is("echo: and tell me more"))
+	sent = tgWaitText(t, tg, tgGroup, 2, has("and tell me more"))
 	if sent[1].ReplyToMessageID != reply.MessageID || !strings.Contains(sent[1].Plain, "and tell me more") {
 		t.Fatalf("reply-to-bot answer = %+v, want a reply to %d echoing it", sent[1], reply.MessageID)
+	}
+	// The replied-to message reaches the model as quoted, untrusted content.
+	last := userTexts(llm)[len(userTexts(llm))-1]
+	if !strings.Contains(last, `<quoted-message from="you (the assistant)" trust="untrusted">`) ||
+		!strings.Contains(last, "echo: what is up?") {
+		t.Fatalf("the model did not get the quoted message wrapped as untrusted: %q", last)
 	}
 	settle()
 	if n := llm.RequestCount(); n != 2 {
