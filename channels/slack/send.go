@@ -193,6 +193,12 @@ func (c *Channel) Delivered(ctx context.Context, out channels.Outgoing, since ti
 		msgs = resp.Messages
 	}
 	botUser, botID := c.BotUserID(), c.botBotID()
+	if botUser == "" && botID == "" { // asked at start-up replay, before Run's auth.test
+		if err := c.authTest(ctx); err != nil {
+			return "", false, err
+		}
+		botUser, botID = c.BotUserID(), c.botBotID()
+	}
 	for _, m := range msgs {
 		ours := (botUser != "" && m.User == botUser) || (botID != "" && m.BotID == botID)
 		if ours && m.Text == text {

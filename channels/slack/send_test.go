@@ -195,7 +195,8 @@ func TestDeliveredFindsPostsThatLanded(t *testing.T) {
 	f := fakeslack.New(t, fakeslack.Options{})
 	r := start(t, f, testOptions(f), newRecorder())
 	ctx := context.Background()
-	since := time.Now()
+	since := time.Now() // Delivered learns the bot's identity itself if Run has not yet
+
 	dm := channels.Target{Channel: "slack", ChatID: fakeslack.DMChannel("U100")}
 	ts, err := r.c.Send(ctx, channels.Outgoing{Target: dm, Text: "the answer"})
 	if err != nil {
