@@ -100,17 +100,9 @@ func (s *Store) AppendTurn(ctx context.Context, key string, turn Turn) error {
 	}
 	now := s.now()
 	return s.batch(ctx, op, func(tx *bolt.Tx) error {
-		sb, err := tx.Bucket(bSessions).CreateBucketIfNotExists([]byte(key))
-		if err != nil {
-			return fmt.Errorf("session bucket: %w", err)
-		}
-		var meta SessionMeta
-		found, err := getJSON(sb, kSessMeta, &meta)
+		sb, meta, err := openSession(tx, key, now)
 		if err != nil {
 			return err
-		}
-		if !found {
-			meta = SessionMeta{Key: key, Created: now}
 		}
 		msgs, err := sb.CreateBucketIfNotExists(bMsgs)
 		if err != nil {
@@ -407,17 +399,9 @@ func (s *Store) SetSessionPersona(ctx context.Context, key, persona string) erro
 	}
 	now := s.now()
 	return s.update(ctx, "set persona of "+key, func(tx *bolt.Tx) error {
-		sb, err := tx.Bucket(bSessions).CreateBucketIfNotExists([]byte(key))
-		if err != nil {
-			return fmt.Errorf("session bucket: %w", err)
-		}
-		var meta SessionMeta
-		found, err := getJSON(sb, kSessMeta, &meta)
+		sb, meta, err := openSession(tx, key, now)
 		if err != nil {
 			return err
-		}
-		if !found {
-			meta = SessionMeta{Key: key, Created: now}
 		}
 		meta.Persona = persona
 		meta.Updated = now
@@ -639,4 +623,22 @@ func (s *Store) ExportSession(ctx context.Context, key string, w io.Writer) erro
 		return fmt.Errorf("memory: %s: write: %w", op, err)
 	}
 	return nil
+}
+
+// openSession returns the session's bucket (created if needed) and its
+// metadata (fresh if the session is new).
+func openSession(tx *bolt.Tx, key string, now time.Time) (*bolt.Bucket, SessionMeta, error) {
+	sb, err := tx.Bucket(bSessions).CreateBucketIfNotExists([]byte(key))
+	if err != nil {
+		return nil, SessionMeta{}, fmt.Errorf("session bucket: %w", err)
+	}
+	var meta SessionMeta
+	found, err := getJSON(sb, kSessMeta, &meta)
+	if err != nil {
+		return nil, SessionMeta{}, err
+	}
+	if !found {
+		meta = SessionMeta{Key: key, Created: now}
+	}
+	return sb, meta, nil
 }
