@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/memory"
+)
+
+// Issue 3: with the daemon stopped, `pairing list` shows a pending code and
+// `pairing approve` approves it in the store (and the approval is audited).
+func TestPairingApproveWithDaemonStopped(t *testing.T) {
+	cfg := writeConfig(t, "bot:\n  data_dir: ./data\npersonas:\n  dir: ./personas\n")
+	db := filepath.Join(filepath.Dir(cfg), "data", "switchboard.db")
+	st, err := memory.Open(db, memory.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	req, _, err := channels.NewPairing(st, nil).Request(ctx, channels.Message{Channel: "telegram", ChatID: "42",
+		Direct: true, Sender: channels.Sender{ID: "42", Name: "Eve"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+
+	r := runBin(t, cleanEnv(), "--config", cfg, "pairing", "list")
+	if r.code != 0 || !strings.Contains(r.stdout, req.Code) || !strings.Contains(r.stdout, "telegram:user:42") {
+		t.Fatalf("pairing list: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	r = runBin(t, cleanEnv(), "--config", cfg, "pairing", "approve", "WRONG234")
+	if r.code != 2 || !strings.Contains(r.stderr, "unknown or expired pairing code") {
+		t.Fatalf("approve of a wrong code: exit %d\n%s", r.code, r.stderr)
+	}
+	r = runBin(t, cleanEnv(), "--config", cfg, "pairing", "approve", strings.ToLower(req.Code))
+	if r.code != 0 || !strings.Contains(r.stdout, "approved telegram:user:42 (Eve)") {
+		t.Fatalf("pairing approve: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+
+	st, err = memory.Open(db, memory.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if ok, _ := channels.NewPairing(st, nil).IsApproved(ctx, "telegram:user:42"); !ok {
+		t.Fatal("the user is not approved in the store")
+	}
+	recs, _ := st.ListAudit(ctx, memory.AuditFilter{})
+	if len(recs) == 0 || recs[0].Action != "pairing.approve" || recs[0].Actor != "cli" {
+		t.Fatalf("approval not audited: %+v", recs)
+	}
+}
