@@ -54,3 +54,34 @@ func TestPairingApproveWithDaemonStopped(t *testing.T) {
 		t.Fatalf("approval not audited: %+v", recs)
 	}
 }
+
+// Issue 8: `switchboard jobs run NAME` runs a job now and reports each
+// delivery; a reminder is delivered as is (here to the console).
+func TestJobsRunNow(t *testing.T) {
+	cfg := writeConfig(t, `bot:
+  data_dir: ./data
+personas:
+  dir: ./personas
+server:
+  listen: ""
+jobs:
+  - name: stretch
+    schedule: "0 15 * * *"
+    kind: reminder
+    text: Time to stretch!
+    deliver_to: ["console:local"]
+`)
+	r := runBin(t, cleanEnv(), "--config", cfg, "jobs", "run", "stretch")
+	if r.code != 0 || !strings.Contains(r.stdout, "Time to stretch!") ||
+		!strings.Contains(r.stdout, "ran stretch: ok") || !strings.Contains(r.stdout, "console:local: delivered") {
+		t.Fatalf("jobs run: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	r = runBin(t, cleanEnv(), "--config", cfg, "jobs", "list")
+	if r.code != 0 || !strings.Contains(r.stdout, "stretch") || !strings.Contains(r.stdout, "ok") {
+		t.Fatalf("jobs list after the run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	r = runBin(t, cleanEnv(), "--config", cfg, "jobs", "run", "nosuchjob")
+	if r.code != 2 || !strings.Contains(r.stderr, "no such job") {
+		t.Fatalf("jobs run of an unknown job: exit %d\n%s", r.code, r.stderr)
+	}
+}
