@@ -618,7 +618,11 @@ func (h *Handler) stopSession(key string) {
 	}
 	s.queue = kept
 	if len(dropped) > 0 {
-		go h.done(dropped)
+		h.workers.Add(1) // Close waits for it like for a session worker
+		go func() {
+			defer h.workers.Done()
+			h.done(dropped)
+		}()
 	}
 }
 
