@@ -71,13 +71,13 @@ func (d *Daemon) buildPlatform(cfg *config.Config, name string) (channels.Channe
 		ch, err = telegram.New(telegram.Options{
 			Token: c.Telegram.Token.Value(), APIURL: c.Telegram.APIURL, Mode: c.Telegram.Mode, WebhookURL: c.Telegram.WebhookURL,
 			WebhookSecret: c.Telegram.WebhookSecret.Value(), EditInterval: c.Telegram.EditInterval,
-			MaxMediaBytes: int64(c.Telegram.MaxMediaBytes), HTTPClient: d.opts.HTTPClient, Logger: d.log.With("channel", "telegram"),
+			MaxMediaBytes: int64(c.Telegram.MaxMediaBytes), HTTPClient: d.opts.HTTPClient, Logger: d.log,
 		})
 	case "discord":
 		ch, err = discord.New(discord.Options{
 			Token: c.Discord.Token.Value(), APIURL: c.Discord.APIURL, GatewayURL: c.Discord.GatewayURL,
 			Guilds: c.Discord.Guilds, AllowBots: cfg.Access.AllowBots, EditInterval: c.Discord.EditInterval,
-			MaxMediaBytes: int64(c.Discord.MaxMediaBytes), HTTPClient: d.opts.HTTPClient, Logger: d.log.With("channel", "discord"),
+			MaxMediaBytes: int64(c.Discord.MaxMediaBytes), HTTPClient: d.opts.HTTPClient, Logger: d.log,
 			Cursors: d.store,
 		})
 	case "slack":
@@ -86,7 +86,7 @@ func (d *Daemon) buildPlatform(cfg *config.Config, name string) (channels.Channe
 			BotToken: c.Slack.BotToken.Value(), AppToken: c.Slack.AppToken.Value(), Mode: c.Slack.Mode,
 			SigningSecret: c.Slack.SigningSecret.Value(), APIURL: c.Slack.APIURL, ThreadReplies: &threads,
 			EditInterval: c.Slack.EditInterval, MaxMediaBytes: int64(c.Slack.MaxMediaBytes),
-			HTTPClient: d.opts.HTTPClient, Logger: d.log.With("channel", "slack"),
+			HTTPClient: d.opts.HTTPClient, Logger: d.log,
 		})
 	default:
 		return nil, fmt.Errorf("unknown channel %q", name)
