@@ -337,6 +337,9 @@ func isErrorResult(content string) bool {
 type userInput struct {
 	runtime string
 	media   []Media
+	// group: the chat has several people, so earlier user messages are
+	// shown with their sender's name ("Ann: …").
+	group bool
 }
 
 // Messages renders the system messages (the stable prompt first, then the
@@ -361,7 +364,11 @@ func (b ContextBuilder) Messages(system []string, history, turn []memory.Message
 			if i == curIdx {
 				out = append(out, userMessage(m, cur))
 			} else {
-				out = append(out, openai.ChatCompletionMessage{Role: m.Role, Content: m.Content})
+				content := m.Content
+				if cur.group && m.Name != "" {
+					content = clip(oneLine(m.Name), senderMaxChars) + ": " + content
+				}
+				out = append(out, openai.ChatCompletionMessage{Role: m.Role, Content: content})
 			}
 		case memory.RoleAssistant:
 			if mode == renderNative {

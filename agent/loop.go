@@ -249,7 +249,8 @@ func (t *turn) chatRequest(msgs []openai.ChatCompletionMessage) ChatRequest {
 }
 
 func (t *turn) render() []openai.ChatCompletionMessage {
-	return t.a.builder.Messages([]string{t.system, t.notes}, t.history, t.msgs, userInput{runtime: t.runtime, media: t.req.Media}, t.mode)
+	return t.a.builder.Messages([]string{t.system, t.notes}, t.history, t.msgs, userInput{runtime: t.runtime, media: t.req.Media,
+		group: t.req.Runtime.ChatType == "group" || t.req.Runtime.ChatType == "thread"}, t.mode)
 }
 
 // call runs one model call, recording it in the trace and the usage.
