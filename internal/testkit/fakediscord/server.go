@@ -29,6 +29,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/switchboard-bot/switchboard/internal/testkit"
 	"log/slog"
 	"net"
 	"net/http"
@@ -212,23 +213,12 @@ func (s *Server) notifyLocked() {
 // it returns true, failing t after timeout.
 func (s *Server) WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for {
+	testkit.WaitUntil(t, timeout, 50*time.Millisecond, "fakediscord: "+what, func() (bool, <-chan struct{}) {
 		s.mu.Lock()
 		ch := s.changed
 		s.mu.Unlock()
-		if cond() {
-			return
-		}
-		select {
-		case <-ch:
-		case <-time.After(50 * time.Millisecond): // conditions outside the fake (e.g. client state)
-		case <-deadline.C:
-			t.Fatalf("fakediscord: timed out after %s waiting for %s", timeout, what)
-			return
-		}
-	}
+		return cond(), ch
+	})
 }
 
 // ---- snowflakes ----

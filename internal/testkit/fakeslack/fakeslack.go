@@ -37,6 +37,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/switchboard-bot/switchboard/internal/testkit"
 	"io"
 	"net/http"
 	"net/url"
@@ -452,23 +453,11 @@ func (s *Server) notifyLocked() {
 // on timeout.
 func (s *Server) waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for {
+	testkit.WaitUntil(t, timeout, 0, "fakeslack: "+what, func() (bool, <-chan struct{}) {
 		s.mu.Lock()
-		ok := cond()
-		ch := s.changed
-		s.mu.Unlock()
-		if ok {
-			return
-		}
-		select {
-		case <-ch:
-		case <-deadline.C:
-			t.Fatalf("fakeslack: timed out after %s waiting for %s", timeout, what)
-			return
-		}
-	}
+		defer s.mu.Unlock()
+		return cond(), s.changed
+	})
 }
 
 // WaitPosted waits until at least n chat.postMessage calls were recorded and returns them all.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/switchboard-bot/switchboard/internal/testkit"
 	"net/http"
 	"sort"
 	"strconv"
@@ -496,23 +497,11 @@ func (s *Server) NewMessage(chatID int64, text string, opts ...SayOption) Messag
 
 func (s *Server) waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for {
+	testkit.WaitUntil(t, timeout, 0, "faketelegram: "+what, func() (bool, <-chan struct{}) {
 		s.mu.Lock()
-		ok := cond()
-		ch := s.changed
-		s.mu.Unlock()
-		if ok {
-			return
-		}
-		select {
-		case <-ch:
-		case <-deadline.C:
-			t.Fatalf("faketelegram: timed out after %s waiting for %s", timeout, what)
-			return
-		}
-	}
+		defer s.mu.Unlock()
+		return cond(), s.changed
+	})
 }
 
 // DetectEntities finds what Telegram marks up by itself in a user's text:
