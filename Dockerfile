@@ -1,5 +1,20 @@
 # Multi-stage build: a static switchboard binary on a minimal non-root image.
 # Built the same way CI builds it (CGO_ENABLED=0 go build -trimpath ./cmd/switchboard).
+#
+# Layout of the image (cmd/switchboard/docker_test.go rebuilds it without
+# Docker and runs the CLI against it):
+#   /usr/local/bin/switchboard     the binary
+#   /etc/switchboard/config.yaml   the shipped config.yaml with the container's paths
+#                                  (set below with `switchboard config set`); found
+#                                  by every command through SWITCHBOARD_CONFIG
+#   /data                          the volume, owned by the runtime user (65532):
+#     switchboard.db               sessions, jobs, pairing, audit
+#     personas/                    persona files, written on first start; edit them
+#                                  here (the built-ins assistant, reporter and buddy
+#                                  always exist; a file of the same name overrides one)
+#     admin.token                  the daemon's token for local CLI commands (0600)
+# So `docker exec <container> switchboard pairing list` (and every other
+# command) works with no flags.
 FROM golang:1.26-bookworm AS build
 WORKDIR /src
 COPY go.mod go.sum ./
@@ -7,17 +22,24 @@ RUN go mod download
 COPY . .
 ARG VERSION=dev
 RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w -X main.version=${VERSION}" -o /out/switchboard ./cmd/switchboard
+RUN cp config.yaml /out/config.yaml \
+ && /out/switchboard -c /out/config.yaml config set bot.data_dir /data \
+ && /out/switchboard -c /out/config.yaml config set personas.dir /data/personas \
+ && /out/switchboard -c /out/config.yaml config set server.listen 0.0.0.0:8787 \
+ && /out/switchboard -c /out/config.yaml config validate \
+ && mkdir -p /out/data
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/switchboard /usr/local/bin/switchboard
-COPY config.yaml /etc/switchboard/config.yaml
-# personas.dir (./personas) resolves next to the config file; mount a volume
-# over /etc/switchboard/personas to edit them.
-COPY personas/*.md /etc/switchboard/personas/
-# Sessions (switchboard.db) and the editable personas/ directory live in /data.
+COPY --from=build /out/config.yaml /etc/switchboard/config.yaml
+COPY --from=build --chown=65532:65532 /out/data /data
+ENV SWITCHBOARD_CONFIG=/etc/switchboard/config.yaml
 VOLUME ["/data"]
 WORKDIR /data
-USER nonroot:nonroot
+USER 65532:65532
 EXPOSE 8787
+# /healthz through the binary itself (the image has no shell, curl or wget).
+HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
+  CMD ["/usr/local/bin/switchboard", "healthcheck"]
 ENTRYPOINT ["/usr/local/bin/switchboard"]
-CMD ["run", "--config", "/etc/switchboard/config.yaml", "--data-dir", "/data", "--listen", "0.0.0.0:8787"]
+CMD ["run"]

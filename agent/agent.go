@@ -133,7 +133,7 @@ func (a *Agent) ProcessDirect(ctx context.Context, sessionKey, text string, opts
 	res, err := a.run(ctx, Request{
 		SessionKey: sessionKey, Text: text, Runtime: opts.Runtime, Persona: opts.Persona,
 		Tools: opts.Tools, NoTools: opts.NoTools, OnEvent: opts.OnEvent,
-	}, opts.JobName)
+	}, CallInfo{JobName: opts.JobName, DeliverTo: opts.DeliverTo})
 	if err != nil {
 		return res.Text, err
 	}
@@ -148,10 +148,11 @@ func (a *Agent) ProcessDirect(ctx context.Context, sessionKey, text string, opts
 // context.Canceled. On a model failure (FinishAPIError) nothing is committed
 // and the error is a *ModelError (see FriendlyError).
 func (a *Agent) ProcessMessage(ctx context.Context, req Request) (Result, error) {
-	return a.run(ctx, req, "")
+	return a.run(ctx, req, CallInfo{})
 }
 
-func (a *Agent) run(ctx context.Context, req Request, jobName string) (Result, error) {
+// run runs a turn; job carries JobName and DeliverTo of a job's turn.
+func (a *Agent) run(ctx context.Context, req Request, job CallInfo) (Result, error) {
 	if req.SessionKey == "" {
 		return Result{}, errors.New("agent: request without a session key")
 	}
@@ -184,8 +185,9 @@ func (a *Agent) run(ctx context.Context, req Request, jobName string) (Result, e
 		seen:    map[string]int{},
 		started: a.o.Now(),
 	}
-	t.callInfo = CallInfo{SessionKey: req.SessionKey, Persona: persona.Name, JobName: jobName, TurnID: t.id}
-	t.runtime = a.builder.RuntimeBlock(req.Runtime, jobName)
+	t.callInfo = CallInfo{SessionKey: req.SessionKey, Persona: persona.Name, JobName: job.JobName,
+		DeliverTo: job.DeliverTo, TurnID: t.id}
+	t.runtime = a.builder.RuntimeBlock(req.Runtime, job.JobName)
 	return t.execute(ctx)
 }
 

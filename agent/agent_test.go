@@ -81,7 +81,7 @@ func TestTurnTimeoutGetsClosingAnswer(t *testing.T) {
 			return fakellm.Response{Content: "Partial: I ran out of time."}
 		}
 		return fakellm.Response{ToolCalls: []fakellm.ToolCall{call("slow", `{}`)}}
-	}, func(o *Options) { o.TurnTimeout = 50 * time.Millisecond }, slow)
+	}, func(o *Options) { o.TurnTimeout = time.Second }, slow) // 250ms of it kept for the closing answer
 	res, err := h.agent.ProcessMessage(context.Background(), Request{SessionKey: "s", Text: "x"})
 	if err != nil {
 		t.Fatal(err)

@@ -17,11 +17,13 @@
 //     endlessly repeated calls) end the loop with one closing call without
 //     tools, so the user gets an answer. Finish reasons: a step or tool-call
 //     limit and repetition → max_iterations; token budget and turn timeout →
-//     budget (the timeout's closing call gets Options.FinalGrace).
+//     budget (the timeout's closing call gets Options.FinalGrace, kept inside
+//     TurnTimeout).
 //   - Identical calls (same tool, same canonical arguments) are answered with
 //     an error note from the third one on; a fourth ends the loop.
 //   - Tool failures are retried only for Repeatable tools or *TemporaryError,
-//     so a tool with side effects never runs twice after an ambiguous failure.
+//     so a tool with side effects never runs twice after an ambiguous failure;
+//     a *PermanentError (a policy refusal) is never retried.
 //     Tools must honour ctx: the per-call timeout cancels ctx, it does not
 //     abandon a running tool.
 //   - Streaming: text deltas go out as they arrive. Text that precedes a tool
@@ -29,8 +31,13 @@
 //     with EventReset. In the JSON protocol only the "answer" string of a
 //     {"type":"final"} reply is streamed (when "type" precedes "answer"),
 //     never the envelope or an action.
-//   - Timeouts: Options.Timeout bounds the wait for a model call's first
-//     chunk, StreamIdleTimeout every later gap; both failures are retried.
+//   - Timeouts: Options.Timeout bounds each model call attempt as a whole
+//     (first chunk to the end of the stream: a stream trickling a byte now and
+//     then is cut at Timeout), StreamIdleTimeout every gap between chunks;
+//     these failures are retried. TurnTimeout bounds the whole turn: the
+//     work stops FinalGrace (at most a quarter of TurnTimeout) before it, and
+//     the closing answer must fit in what is left; if it does not, the turn
+//     ends at TurnTimeout with the text streamed so far (or a fixed note).
 //   - Commit: a finished or canceled turn is committed in one AppendTurn
 //     (user message, tool calls, every result, the answer or the partial
 //     text). A turn that failed at the model is committed only if tools ran

@@ -20,6 +20,7 @@ var (
 	errStreamIdle      = errors.New("the model stream sent nothing within the idle timeout")
 	errStreamTruncated = errors.New("the model stream ended before a finish reason (connection cut)")
 	errFirstChunk      = errors.New("the model sent nothing within the request timeout")
+	errCallTimeout     = errors.New("the model call did not finish within the request timeout (llm.timeout)")
 )
 
 // Model error kinds (ModelError.Kind).
@@ -142,7 +143,8 @@ func classify(err error) (kind string, status int, retryable bool) {
 			return KindBadRequest, status, false
 		}
 	}
-	if errors.Is(err, errStreamIdle) || errors.Is(err, errFirstChunk) || errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(err, errStreamIdle) || errors.Is(err, errFirstChunk) || errors.Is(err, errCallTimeout) ||
+		errors.Is(err, context.DeadlineExceeded) {
 		return KindTimeout, 0, true
 	}
 	var netErr net.Error

@@ -107,13 +107,17 @@ func (t *turn) execute(parent context.Context) (Result, error) {
 	}
 	t.msgs = []memory.Message{user}
 
-	ctx := parent
+	// whole ends at TurnTimeout; the work (ctx) stops the grace before it so
+	// the closing answer fits inside the turn's time.
+	whole, ctx := parent, parent
 	if t.o.TurnTimeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(parent, t.o.TurnTimeout)
-		defer cancel()
+		var cancelWhole, cancelWork context.CancelFunc
+		whole, cancelWhole = context.WithTimeout(parent, t.o.TurnTimeout)
+		defer cancelWhole()
+		ctx, cancelWork = context.WithTimeout(whole, t.o.TurnTimeout-t.grace())
+		defer cancelWork()
 	}
-	text, finish, runErr := t.loop(parent, ctx)
+	text, finish, runErr := t.loop(parent, whole, ctx)
 
 	if finish == FinishCanceled && t.partial.Len() > 0 {
 		t.msgs = append(t.msgs, memory.Message{Role: memory.RoleAssistant, Content: t.partial.String(), Time: t.now()})
@@ -156,18 +160,26 @@ func (t *turn) execute(parent context.Context) (Result, error) {
 
 func (t *turn) pickMode() string { return t.a.mode(t.tools) }
 
-// loop is the ReAct iteration (DESIGN.md §3).
-func (t *turn) loop(parent, ctx context.Context) (string, FinishReason, error) {
+// grace is the part of TurnTimeout kept for the closing answer: FinalGrace,
+// at most a quarter of TurnTimeout.
+func (t *turn) grace() time.Duration {
+	return min(t.o.FinalGrace, t.o.TurnTimeout/4)
+}
+
+// loop is the ReAct iteration (DESIGN.md §3). parent is the caller's context
+// (its end is a cancellation), whole ends at TurnTimeout, ctx (the work) the
+// grace before it.
+func (t *turn) loop(parent, whole, ctx context.Context) (string, FinishReason, error) {
 	for {
 		if reason, why, hit := t.limitReached(); hit {
-			return t.closing(parent, ctx, reason, why)
+			return t.closing(parent, whole, ctx, reason, why)
 		}
 		t.iterations++
 		t.tr.step = t.iterations
 		t.tr.enter(StatePlanning)
 		st, err := t.step(ctx, "")
 		if err != nil {
-			return t.failed(parent, ctx, err)
+			return t.failed(parent, whole, ctx, err)
 		}
 		if st.final {
 			return st.text, FinishFinal, nil
@@ -176,10 +188,10 @@ func (t *turn) loop(parent, ctx context.Context) (string, FinishReason, error) {
 		stop, reason, why := t.runTools(ctx, st.calls)
 		t.tr.enter(StateObserving)
 		if ctx.Err() != nil {
-			return t.failed(parent, ctx, ctx.Err())
+			return t.failed(parent, whole, ctx, ctx.Err())
 		}
 		if stop {
-			return t.closing(parent, ctx, reason, why)
+			return t.closing(parent, whole, ctx, reason, why)
 		}
 	}
 }
@@ -196,25 +208,25 @@ func (t *turn) limitReached() (FinishReason, string, bool) {
 
 // failed sorts an error out: cancellation, the turn's own deadline (a limit:
 // answer with what we have) or a real failure.
-func (t *turn) failed(parent, ctx context.Context, err error) (string, FinishReason, error) {
+func (t *turn) failed(parent, whole, ctx context.Context, err error) (string, FinishReason, error) {
 	if parent.Err() != nil {
 		return "", FinishCanceled, fmt.Errorf("agent: turn canceled: %w", parent.Err())
 	}
 	if ctx.Err() != nil {
-		return t.closing(parent, ctx, FinishBudget, fmt.Sprintf("the time limit of this turn (%s) is reached", t.o.TurnTimeout))
+		return t.closing(parent, whole, ctx, FinishBudget, fmt.Sprintf("the time limit of this turn (%s) is reached", t.o.TurnTimeout))
 	}
 	return "", FinishAPIError, err
 }
 
-// closing makes the last call without tools so the user gets an answer.
-func (t *turn) closing(parent, ctx context.Context, reason FinishReason, why string) (string, FinishReason, error) {
+// closing makes the last call without tools so the user gets an answer. When
+// the work's time is up it runs in what is left of the turn (whole); if that
+// ends too, the turn ends with the text streamed so far or closingFallback.
+func (t *turn) closing(parent, whole, ctx context.Context, reason FinishReason, why string) (string, FinishReason, error) {
 	if ctx.Err() != nil {
 		if parent.Err() != nil {
 			return "", FinishCanceled, fmt.Errorf("agent: turn canceled: %w", parent.Err())
 		}
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(parent, t.o.FinalGrace)
-		defer cancel()
+		ctx = whole
 	}
 	t.a.log.Info("turn limit reached; asking for a closing answer", slog.String("turn", t.id), slog.String("why", why))
 	t.iterations++
@@ -225,9 +237,27 @@ func (t *turn) closing(parent, ctx context.Context, reason FinishReason, why str
 		if parent.Err() != nil {
 			return "", FinishCanceled, fmt.Errorf("agent: turn canceled: %w", parent.Err())
 		}
+		if whole.Err() != nil {
+			return t.outOfTime(reason), reason, nil
+		}
 		return "", FinishAPIError, err
 	}
 	return st.text, reason, nil
+}
+
+// outOfTime ends a turn whose closing answer did not fit in TurnTimeout: the
+// text streamed so far is the answer, or closingFallback if there is none.
+func (t *turn) outOfTime(reason FinishReason) string {
+	t.a.log.Warn("the closing answer did not finish within the turn timeout", slog.String("turn", t.id),
+		slog.Duration("turn_timeout", t.o.TurnTimeout), slog.String("finish", string(reason)))
+	text := t.partial.String()
+	if strings.TrimSpace(text) == "" {
+		t.resetText()
+		text = closingFallback
+		t.emitText(text)
+	}
+	t.msgs = append(t.msgs, memory.Message{Role: memory.RoleAssistant, Content: text, Time: t.now()})
+	return text
 }
 
 func closingNote(why string) string {

@@ -222,6 +222,7 @@ func TestToolFailures(t *testing.T) {
 		{"repeatable: recovers on retry", true, []error{errBoom, nil}, 2, "fine", 1},
 		{"side effects: ambiguous error not retried", false, []error{errBoom}, 1, "error: backend exploded", 0},
 		{"side effects: temporary error retried", false, []error{&TemporaryError{Err: errBoom}, nil}, 2, "fine", 1},
+		{"repeatable: permanent error (refusal) not retried", true, []error{Permanent(errBoom), nil}, 1, "error: backend exploded", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	redacturl "github.com/switchboard-bot/switchboard/internal/redact"
 	"github.com/switchboard-bot/switchboard/memory"
 )
 
@@ -57,8 +58,11 @@ type DirectOptions struct {
 	NoTools bool
 	Tools   []string // allowlist, nil = the persona's tools
 	JobName string   // put into CallInfo
-	Runtime Runtime
-	OnEvent func(Event)
+	// DeliverTo are the job's targets, put into CallInfo: the only chats
+	// the job's turn may send to.
+	DeliverTo []string
+	Runtime   Runtime
+	OnEvent   func(Event)
 }
 
 // Options configure an Agent. Zero values mean the defaults noted (DESIGN.md §4);
@@ -70,7 +74,7 @@ type Options struct {
 	Temperature *float32 // nil = the server's default
 	MaxTokens   int      // 0 = the server's default
 
-	Timeout           time.Duration // wait for the first chunk of a model call (120s)
+	Timeout           time.Duration // one model call attempt, first chunk to the end of the stream (120s)
 	MaxRetries        int           // model call retries (3)
 	RetryBase         time.Duration // first backoff (1s), doubling
 	RetryMax          time.Duration // backoff cap (10s)
@@ -87,8 +91,10 @@ type Options struct {
 	ObservationMaxLen int           // characters of a tool result given to the model (4000)
 	MaxHistory        int           // history messages loaded per turn (40)
 	TokenBudget       int           // total tokens per turn, 0 = unlimited
-	TurnTimeout       time.Duration // 0 = none
-	FinalGrace        time.Duration // time allowed for the closing answer after TurnTimeout (15s)
+	TurnTimeout       time.Duration // the whole turn, closing answer included; 0 = none
+	// FinalGrace is the time kept for the closing answer at the end of
+	// TurnTimeout (15s, at most a quarter of TurnTimeout).
+	FinalGrace time.Duration
 
 	// ContextTokens is the model's context window in tokens; when set, the
 	// verbatim history is also kept under half of it (estimated at about 4
@@ -215,7 +221,7 @@ func (o Options) String() string {
 		key = "set"
 	}
 	return fmt.Sprintf("agent.Options{BaseURL:%q Model:%q APIKey:%s ToolProtocol:%q MaxIterations:%d MaxToolCalls:%d}",
-		o.BaseURL, o.Model, key, o.ToolProtocol, o.MaxIterations, o.MaxToolCalls)
+		redacturl.URL(o.BaseURL), o.Model, key, o.ToolProtocol, o.MaxIterations, o.MaxToolCalls)
 }
 
 // GoString is String, so %#v does not print the API key either.

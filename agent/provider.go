@@ -16,6 +16,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	redacturl "github.com/switchboard-bot/switchboard/internal/redact"
 	"github.com/switchboard-bot/switchboard/memory"
 )
 
@@ -79,7 +80,7 @@ func NewProvider(o Options) *Provider {
 
 // String names the endpoint without the API key.
 func (p *Provider) String() string {
-	return fmt.Sprintf("agent.Provider{BaseURL:%q Model:%q}", p.opts.BaseURL, p.opts.Model)
+	return fmt.Sprintf("agent.Provider{BaseURL:%q Model:%q}", redacturl.URL(p.opts.BaseURL), p.opts.Model)
 }
 
 // configured reports whether a call can be attempted at all.
@@ -171,21 +172,29 @@ func (p *Provider) once(ctx context.Context, req ChatRequest, obs StreamObserver
 		}
 	}
 
-	// One timer covers the wait for the first chunk (Timeout) and then every
-	// gap between chunks (StreamIdleTimeout).
+	// Timeout bounds the whole attempt: the wait for the first chunk and the
+	// stream to its end, so a stream that trickles a byte now and then cannot
+	// outlive it. StreamIdleTimeout bounds every gap between chunks.
 	actx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var streaming atomic.Bool
-	timer := time.AfterFunc(p.opts.Timeout, func() {
+	whole := time.AfterFunc(p.opts.Timeout, func() {
 		if streaming.Load() {
-			cancel(errStreamIdle)
+			cancel(errCallTimeout)
 		} else {
 			cancel(errFirstChunk)
 		}
 	})
-	defer timer.Stop()
+	defer whole.Stop()
+	var idle *time.Timer // started at the first chunk; used from this goroutine only
+	defer func() {
+		if idle != nil {
+			idle.Stop()
+		}
+	}()
 	cause := func(err error) error {
-		if c := context.Cause(actx); c != nil && ctx.Err() == nil && (errors.Is(c, errStreamIdle) || errors.Is(c, errFirstChunk)) {
+		if c := context.Cause(actx); c != nil && ctx.Err() == nil &&
+			(errors.Is(c, errStreamIdle) || errors.Is(c, errFirstChunk) || errors.Is(c, errCallTimeout)) {
 			return fmt.Errorf("%w (%v)", c, err)
 		}
 		return err
@@ -218,7 +227,11 @@ func (p *Provider) once(ctx context.Context, req ChatRequest, obs StreamObserver
 				obs.State(InnerStreaming)
 			}
 		}
-		timer.Reset(p.opts.StreamIdleTimeout)
+		if idle == nil {
+			idle = time.AfterFunc(p.opts.StreamIdleTimeout, func() { cancel(errStreamIdle) })
+		} else {
+			idle.Reset(p.opts.StreamIdleTimeout)
+		}
 		if chunk.Usage != nil {
 			usage = chunk.Usage
 		}

@@ -186,7 +186,8 @@ type toolRun struct {
 }
 
 // runTool calls t with the per-call timeout, retrying only failures that are
-// safe to retry (Repeatable tools, or *TemporaryError), and truncates the result.
+// safe to retry (Repeatable tools, or *TemporaryError) and may succeed on
+// another try (never a *PermanentError), and truncates the result.
 func runTool(ctx context.Context, o Options, t Tool, args json.RawMessage) toolRun {
 	start := o.Now()
 	repeatable := false
@@ -202,6 +203,10 @@ func runTool(ctx context.Context, o Options, t Tool, args json.RawMessage) toolR
 		out, err = callOnce(ctx, o.ToolTimeout, t, args)
 		if err == nil || ctx.Err() != nil || n > o.ToolRetries {
 			break
+		}
+		var perm *PermanentError
+		if errors.As(err, &perm) {
+			break // a refusal: the same call can only be refused again
 		}
 		var temp *TemporaryError
 		if !repeatable && !errors.As(err, &temp) {

@@ -30,6 +30,23 @@ type TemporaryError struct{ Err error }
 func (e *TemporaryError) Error() string { return e.Err.Error() }
 func (e *TemporaryError) Unwrap() error { return e.Err }
 
+// PermanentError marks a tool error that no retry can change: a policy
+// refusal (an address the guard refuses, a domain not allowed), arguments
+// that can never work. It is given to the model at once, never retried, even
+// for a Repeatable tool.
+type PermanentError struct{ Err error }
+
+func (e *PermanentError) Error() string { return e.Err.Error() }
+func (e *PermanentError) Unwrap() error { return e.Err }
+
+// Permanent wraps err (if not nil) in a *PermanentError.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &PermanentError{Err: err}
+}
+
 // CallInfo tells a tool which turn it runs in (session, persona, job).
 type CallInfo struct {
 	SessionKey string
@@ -37,6 +54,10 @@ type CallInfo struct {
 	// JobName is set when the turn runs for a scheduled job (tools that create
 	// jobs refuse then: no recursion).
 	JobName string
+	// DeliverTo are the targets of the job whose turn this is (nil outside
+	// jobs): the chats a job's turn may reach (send_message). A chat turn may
+	// reach only its own chat, SessionKey.
+	DeliverTo []string
 	// TurnID identifies the running turn.
 	TurnID string
 }

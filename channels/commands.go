@@ -234,6 +234,9 @@ func (h *Handler) StatusText(ctx context.Context) string {
 	fmt.Fprintf(&b, "messages: %d received, %d duplicates dropped, %d ignored, %d denied\n", st.Received, st.Duplicates, st.Ignored, st.Denied)
 	fmt.Fprintf(&b, "turns: %d (%d failed); active sessions: %d; queued messages: %d\n", st.Turns, st.TurnErrors, st.ActiveSessions, st.QueueDepth)
 	fmt.Fprintf(&b, "deliveries: %d sent, %d edited, %d retried, %d failed, %d resent after restart", o.Sent, o.Edited, o.Retried, o.Failed, o.Resent)
+	if o.LastFailure != "" {
+		fmt.Fprintf(&b, "\nlast failed delivery: %s", o.LastFailure)
+	}
 	return b.String()
 }
 

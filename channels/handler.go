@@ -97,10 +97,19 @@ type HandlerOptions struct {
 	// Formatting tells the model each platform's markup, by channel name.
 	Formatting map[string]string
 	BotName    string
-	// Observer receives events for metrics (optional).
+	// Observer receives events for metrics (optional); if it also implements
+	// StorageObserver it learns of store write failures.
 	Observer Observer
 	Logger   *slog.Logger
 	Now      func() time.Time
+	// StorageRetryBase and StorageRetryMax bound the wait between retries of a
+	// step that failed to write to the store (see storage.go); defaults
+	// DefaultStorageRetryBase and DefaultStorageRetryMax.
+	StorageRetryBase, StorageRetryMax time.Duration
+	// MaxMessageChars and MaxTurnChars cap one incoming message and the text
+	// of one turn (see inputcap.go); 0 = DefaultMaxMessageChars,
+	// DefaultMaxTurnChars.
+	MaxMessageChars, MaxTurnChars int
 }
 
 // HandlerStats are counters since start.
@@ -133,9 +142,17 @@ type Handler struct {
 	access   atomic.Pointer[AccessPolicy]
 	sem      chan struct{}
 
+	storage             storageHealth
+	caps                inputCaps
+	retryBase, retryMax time.Duration
+	quit                chan struct{} // closed when Close starts: storage retries give up
+
 	baseCtx   context.Context
 	cancelAll context.CancelFunc
 	workers   sync.WaitGroup
+	// operatorCancel: turns canceled from now on were canceled by the
+	// operator (Ctrl-C): they are finished, not replayed (interrupt.go).
+	operatorCancel atomic.Bool
 
 	mu       sync.Mutex
 	chans    map[string]Channel
@@ -186,13 +203,22 @@ func NewHandler(o HandlerOptions) *Handler {
 	if o.Observer == nil {
 		o.Observer = nopObserver{}
 	}
+	if o.StorageRetryBase <= 0 {
+		o.StorageRetryBase = DefaultStorageRetryBase
+	}
+	if o.StorageRetryMax <= 0 {
+		o.StorageRetryMax = DefaultStorageRetryMax
+	}
+	o.StorageRetryMax = max(o.StorageRetryMax, o.StorageRetryBase)
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &Handler{store: o.Store, agent: o.Agent, out: o.Outbound, personas: o.Personas, status: o.Status,
 		hb: o.Heartbeat, jobs: o.Jobs, reload: o.Reload, sentBy: o.AlreadySent, format: o.Formatting, botName: o.BotName, log: o.Logger, now: o.Now, maxQueue: o.MaxQueue, obs: o.Observer,
 		pairing: NewPairing(o.Store, o.Now), sem: make(chan struct{}, o.MaxConcurrentTurns),
-		baseCtx: ctx, cancelAll: cancel, chans: map[string]Channel{}, sessions: map[string]*session{}}
+		baseCtx: ctx, cancelAll: cancel, chans: map[string]Channel{}, sessions: map[string]*session{},
+		retryBase: o.StorageRetryBase, retryMax: o.StorageRetryMax, quit: make(chan struct{})}
 	pol := o.Access
 	h.access.Store(&pol)
+	h.caps.set(o.MaxMessageChars, o.MaxTurnChars)
 	return h
 }
 
@@ -235,16 +261,9 @@ func (h *Handler) Outbound() *Outbound { return h.out }
 func (h *Handler) Handle(ctx context.Context, msg Message) error {
 	h.received.Add(1)
 	h.obs.MessageIn(msg.Channel)
-	pol := h.Access()
-	d := pol.Decide(msg, false)
-	if d == NeedsPairing || (d == Deny && pol.Mode == AccessPairing) {
-		ok, err := h.pairing.IsApproved(ctx, msg.UserKey())
-		if err != nil {
-			return err
-		}
-		if ok {
-			d = pol.Decide(msg, true)
-		}
+	d, err := h.decide(ctx, msg)
+	if err != nil {
+		return err
 	}
 	switch d {
 	case Ignore:
@@ -270,12 +289,17 @@ func (h *Handler) Handle(ctx context.Context, msg Message) error {
 	}
 	h.mu.Unlock()
 
+	msg, cut := h.caps.capMessage(msg) // before the inbox: nothing longer is ever stored
+	if cut {
+		h.log.Info("incoming message cut to agent.max_message_chars", "channel", msg.Channel, "user", msg.UserKey())
+	}
 	payload, err := json.Marshal(msg)
 	if err != nil {
 		return fmt.Errorf("encode message: %w", err)
 	}
 	id, dup, err := h.store.Accept(ctx, memory.InboxItem{Channel: msg.Channel, MessageID: msg.MessageID,
 		SessionKey: key, Payload: payload, Received: h.now()})
+	h.noteWrite(opAccept, err)
 	if err != nil {
 		return fmt.Errorf("persist message: %w", err)
 	}
@@ -292,31 +316,82 @@ func (h *Handler) Handle(ctx context.Context, msg Message) error {
 	return nil
 }
 
+// decide applies the current access policy and pairing approvals to msg.
+func (h *Handler) decide(ctx context.Context, msg Message) (Decision, error) {
+	pol := h.Access()
+	d := pol.Decide(msg, false)
+	if d == NeedsPairing || (d == Deny && pol.Mode == AccessPairing) {
+		ok, err := h.pairing.IsApproved(ctx, msg.UserKey())
+		if err != nil {
+			return d, err
+		}
+		if ok {
+			d = pol.Decide(msg, true)
+		}
+	}
+	return d, nil
+}
+
 // Replay queues the inbox items left unfinished by a previous run: committed
-// turns are only delivered, the others run again. Call it once at start,
-// after registering channels.
+// turns are only delivered, the others run again. Every item is decided again
+// under the current access policy and pairing approvals, exactly like a new
+// message: items now ignored or denied (a user removed from allow_from) are
+// cleared without a turn or a delivery; an unpaired stranger's item only gets
+// its pairing code, and only once. It returns how many items were queued.
+// Call it once at start, after registering channels.
 func (h *Handler) Replay(ctx context.Context) (int, error) {
 	items, err := h.store.InboxPending(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("read inbox: %w", err)
 	}
+	var drop []uint64
+	queued := 0
 	for _, in := range items {
 		var msg Message
 		if err := json.Unmarshal(in.Payload, &msg); err != nil {
 			h.log.Error("dropping unreadable inbox item", "id", in.ID, "err", err)
-			_ = h.store.InboxDone(ctx, in.ID)
+			drop = append(drop, in.ID)
 			continue
 		}
-		it := item{id: in.ID, msg: msg, decision: h.Access().Decide(msg, true)}
-		if in.State == "answered" {
+		d, err := h.decide(ctx, msg)
+		if err != nil {
+			h.log.Error("not replaying an inbox item now: cannot check its sender's access; it stays for the next start",
+				"id", in.ID, "err", err)
+			continue
+		}
+		switch d {
+		case Ignore, Deny:
+			reason := "ignored"
+			if d == Deny {
+				h.denied.Add(1)
+				reason = "denied"
+			} else {
+				h.ignored.Add(1)
+			}
+			h.obs.MessageDropped(msg.Channel, reason)
+			h.log.Info("not replaying a message the access policy no longer allows", "id", in.ID,
+				"channel", msg.Channel, "user", msg.UserKey(), "decision", d.String())
+			drop = append(drop, in.ID)
+			continue
+		}
+		it := item{id: in.ID, msg: msg, decision: d}
+		if in.State == memory.InboxAnswered && d == Allow {
 			it.answered, it.answer, it.turnID = true, in.Answer, in.TurnID
 		}
 		h.enqueue(in.SessionKey, it)
+		queued++
 	}
-	if len(items) > 0 {
-		h.log.Info("replaying unfinished messages from the inbox", "count", len(items))
+	if len(drop) > 0 {
+		err := h.store.InboxDone(ctx, drop...)
+		h.noteWrite(opClear, err)
+		if err != nil {
+			h.log.Error("clear dropped inbox items; they are checked again at the next start", "err", err)
+		}
 	}
-	return len(items), nil
+	if queued > 0 {
+		h.log.Info("replaying unfinished messages from the inbox", "count", queued)
+	}
+	return queued, nil
 }
 
 func (h *Handler) enqueue(key string, it item) {
@@ -412,18 +487,50 @@ func (h *Handler) runTurn(s *session, batch []item) {
 		h.mu.Unlock()
 	}()
 
-	select {
-	case h.sem <- struct{}{}:
-	case <-ctx.Done():
-		h.finishCanceled(s, batch, last, turnID)
-		return
+	var (
+		res   agent.Result
+		err   error
+		delay = h.retryBase
+	)
+	for {
+		select {
+		case h.sem <- struct{}{}:
+		case <-ctx.Done():
+			h.finishCanceled(s, batch, last, turnID)
+			return
+		}
+		started := time.Now()
+		res, err = h.turn(ctx, ch, target, turnID, batch)
+		<-h.sem
+		h.turns.Add(1)
+		h.obs.TurnDone(last.Channel, res, err, time.Since(started))
+		h.auditTools(last, res)
+		if ctx.Err() != nil || !IsStorageError(err) {
+			if err == nil {
+				h.storageOK(opCommit) // the turn was committed
+			}
+			break
+		}
+		// The turn could not be committed (disk full): nothing of it is on
+		// record and the inbox items stay pending. Commit its result once the
+		// store writes again (or, if that cannot be done, run it again);
+		// /stop and Close end the wait.
+		h.storageFailed(opCommit, err)
+		if h.recommit(ctx, target.String(), turnID, batch, res) {
+			if res.FinishReason != agent.FinishAPIError {
+				err = nil
+			}
+			break
+		}
+		if !h.awaitStorage(ctx, &delay) {
+			if ctx.Err() != nil {
+				h.finishCanceled(s, batch, last, turnID)
+				return
+			}
+			h.log.Info("shutting down while the store cannot write; the message stays in the inbox for the next start", "turn", turnID)
+			return
+		}
 	}
-	started := time.Now()
-	res, err := h.turn(ctx, ch, target, turnID, batch)
-	<-h.sem
-	h.turns.Add(1)
-	h.obs.TurnDone(last.Channel, res, err, time.Since(started))
-	h.auditTools(last, res)
 	if err != nil {
 		if ctx.Err() != nil {
 			h.finishCanceled(s, batch, last, turnID)
@@ -431,7 +538,7 @@ func (h *Handler) runTurn(s *session, batch []item) {
 		}
 		h.turnErrors.Add(1)
 		h.log.Error("turn failed", "turn", turnID, "session", target.String(), "err", err)
-		h.deliverAndFinish(last, turnID, agent.FriendlyError(err), batch)
+		h.deliverAndFinish(last, turnID, h.caps.withTruncationNote(batch, agent.FriendlyError(err)), batch)
 		return
 	}
 	answer := res.Text
@@ -442,7 +549,7 @@ func (h *Handler) runTurn(s *session, batch []item) {
 		h.done(batch) // send_message already delivered this very text here
 		return
 	}
-	h.deliverAndFinish(last, turnID, answer, batch)
+	h.deliverAndFinish(last, turnID, h.caps.withTruncationNote(batch, answer), batch)
 }
 
 // turn runs the agent with typing and streaming around it; both always stop
@@ -461,7 +568,7 @@ func (h *Handler) turn(ctx context.Context, ch Channel, target Target, turnID st
 	}
 	req := agent.Request{
 		SessionKey: target.String(),
-		Text:       batchText(batch),
+		Text:       h.caps.turnText(batch),
 		Media:      batchMedia(batch),
 		Runtime:    h.runtime(last),
 		Sources:    ids(batch),
@@ -499,13 +606,20 @@ func (h *Handler) finishCanceled(s *session, batch []item, last Message, turnID 
 		h.done(batch)
 		return
 	}
+	if h.operatorCancel.Load() {
+		h.finishOperatorCanceled(batch, last, turnID)
+		return
+	}
 	// Shutdown: leave the inbox items pending so the next start replays them.
 	h.log.Info("turn interrupted by shutdown; it will run again at start", "turn", turnID)
 }
 
 // deliverAndFinish delivers text as the answer to the batch and clears the
-// inbox items. A delivery that fails for good is logged and the items are
-// still cleared, so one unreachable chat cannot make every start replay it.
+// inbox items. A delivery that fails for good on the platform is logged and
+// the items are still cleared, so one unreachable chat cannot make every
+// start replay it. A delivery that fails because the store cannot write (the
+// outbox) is retried with backoff; the items stay pending until it succeeds
+// (or, at shutdown, for the next start).
 func (h *Handler) deliverAndFinish(last Message, turnID, text string, batch []item) {
 	ctx := h.baseCtx
 	if h.closing() {
@@ -513,12 +627,22 @@ func (h *Handler) deliverAndFinish(last Message, turnID, text string, batch []it
 	}
 	ch, ok := h.Channel(last.Channel)
 	if ok {
-		_, err := h.out.Deliver(ctx, ch, Delivery{Target: last.Target(), ReplyTo: replyTo(last), TurnID: turnID, Markdown: text})
+		d := Delivery{Target: last.Target(), ReplyTo: replyTo(last), TurnID: turnID, Markdown: text}
+		deliver := func(ctx context.Context) error {
+			_, err := h.out.Deliver(ctx, ch, d)
+			return err
+		}
+		err := h.storageRetry(ctx, opDeliver, deliver)
 		if moved, ok := movedTo(err); ok {
 			h.moveSession(last.Target(), moved)
-			_, err = h.out.Deliver(ctx, ch, Delivery{Target: moved, TurnID: turnID, Markdown: text})
+			d = Delivery{Target: moved, TurnID: turnID, Markdown: text}
+			err = h.storageRetry(ctx, opDeliver, deliver)
 		}
 		if err != nil {
+			if IsStorageError(err) {
+				h.log.Info("shutting down while the store cannot write; the answer is delivered at the next start", "turn", turnID)
+				return
+			}
 			h.log.Error("delivery failed", "turn", turnID, "target", last.Target().String(), "err", err)
 			if ctx.Err() != nil {
 				return // shutting down mid-delivery: replay finishes it
@@ -562,8 +686,12 @@ func (h *Handler) reply(it item, text string) {
 	h.deliverAndFinish(it.msg, "in-"+strconv.FormatUint(it.id, 10), text, []item{it})
 }
 
+// done clears the batch's inbox items, retrying while the store cannot write.
 func (h *Handler) done(batch []item) {
-	if err := h.store.InboxDone(context.WithoutCancel(h.baseCtx), ids(batch)...); err != nil {
+	err := h.storageRetry(context.WithoutCancel(h.baseCtx), opClear, func(ctx context.Context) error {
+		return h.store.InboxDone(ctx, ids(batch)...)
+	})
+	if err != nil {
 		h.log.Error("clear inbox", "err", err)
 	}
 }
@@ -576,22 +704,41 @@ func (h *Handler) pair(s *session, it item) {
 		h.runTurn(s, []item{it})
 		return
 	}
-	req, created, err := h.pairing.Request(h.baseCtx, it.msg)
+	var (
+		req     PairingRequest
+		created bool
+	)
+	err := h.storageRetry(h.baseCtx, opPairing, func(ctx context.Context) error {
+		var err error
+		req, created, err = h.pairing.RequestFrom(ctx, it.msg, it.id)
+		return err
+	})
 	switch {
 	case errors.Is(err, ErrPairingFull):
 		h.log.Warn("pairing request refused: too many pending codes", "channel", it.msg.Channel, "user", it.msg.UserKey())
-		h.done([]item{it})
+		if h.pairing.ShouldTellRefused(it.msg.UserKey()) {
+			h.reply(it, pairingRefusedText)
+			return
+		}
+		h.done([]item{it}) // told recently, or too many refusals sent: stay quiet
 		return
+	case IsStorageError(err):
+		return // shutting down: the item stays for the next start
 	case err != nil:
 		h.log.Error("pairing request", "err", err)
 		h.done([]item{it})
 		return
-	case !created:
-		h.done([]item{it}) // the code was already sent; stay quiet
+	case !created && req.Source != it.id:
+		h.done([]item{it}) // another message already got the code; stay quiet
 		return
 	}
-	h.audit(it.msg.UserKey(), "pairing.request", it.msg.Target().String(), "code issued", "")
-	h.log.Info("pairing code issued", "user", it.msg.UserKey(), "name", it.msg.Sender.Name, "code", req.Code)
+	// created, or this very item asked for the code before a restart and its
+	// reply may not have gone out: the outbox (keyed by the item) sends it
+	// once, and skips it if it was delivered.
+	if created {
+		h.audit(it.msg.UserKey(), "pairing.request", it.msg.Target().String(), "code issued", "")
+		h.log.Info("pairing code issued", "user", it.msg.UserKey(), "name", it.msg.Sender.Name, "code", req.Code)
+	}
 	h.reply(it, fmt.Sprintf("Hi! I don't know you yet. Ask the operator of %s to approve this pairing code (valid for 1 hour):\n\n`%s`\n\n(switchboard pairing approve %s)", h.botName, req.Code, req.Code))
 }
 
@@ -697,6 +844,9 @@ func (h *Handler) closing() bool {
 // cancels what is left (their inbox items stay for the next start) and waits.
 func (h *Handler) Close(ctx context.Context) {
 	h.mu.Lock()
+	if !h.closed {
+		close(h.quit)
+	}
 	h.closed = true
 	h.mu.Unlock()
 	done := make(chan struct{})

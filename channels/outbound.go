@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -37,6 +38,9 @@ type Delivery struct {
 // OutboundStats counts what the outbound path did.
 type OutboundStats struct {
 	Sent, Edited, Retried, Failed, Resent uint64
+	// LastFailure describes the latest failed delivery ("" if none yet):
+	// when, the target and the platform's error text, for /status.
+	LastFailure string
 }
 
 // Outbound is the shared delivery path: format and split through the channel,
@@ -51,9 +55,11 @@ type Outbound struct {
 	baseDelay   time.Duration
 	maxDelay    time.Duration
 	maxWait     time.Duration
+	maxChunks   atomic.Int64
 	obs         DeliveryObserver
 
 	sent, edited, retried, failed, resent atomic.Uint64
+	lastFailure                           atomic.Pointer[string] // OutboundStats.LastFailure
 }
 
 // OutboundOptions configures an Outbound. Zero values take defaults.
@@ -66,6 +72,10 @@ type OutboundOptions struct {
 	MaxWait     time.Duration                                    // longest retry_after honoured, default 5m
 	// Observer counts deliveries for metrics (optional).
 	Observer DeliveryObserver
+	// MaxChunks caps the platform messages of one answer (streamed drafts
+	// and the final delivery); a longer answer is cut and ends with
+	// TruncatedNote. Default DefaultMaxAnswerChunks.
+	MaxChunks int
 }
 
 // DeliveryObserver receives delivery events (metrics).
@@ -97,9 +107,26 @@ func NewOutbound(outbox Outbox, o OutboundOptions) *Outbound {
 	if o.Observer == nil {
 		o.Observer = nopObserver{}
 	}
-	return &Outbound{outbox: outbox, log: o.Logger, sleep: o.Sleep, maxAttempts: o.MaxAttempts,
+	if outbox != nil {
+		outbox = &receiptOutbox{Outbox: outbox} // receipts a full disk refused (receipts.go)
+	}
+	out := &Outbound{outbox: outbox, log: o.Logger, sleep: o.Sleep, maxAttempts: o.MaxAttempts,
 		baseDelay: o.BaseDelay, maxDelay: o.MaxDelay, maxWait: o.MaxWait, obs: o.Observer}
+	out.SetMaxChunks(o.MaxChunks)
+	return out
 }
+
+// SetMaxChunks changes the cap on one answer's platform messages (config
+// reload); n <= 0 means DefaultMaxAnswerChunks.
+func (o *Outbound) SetMaxChunks(n int) {
+	if n <= 0 {
+		n = DefaultMaxAnswerChunks
+	}
+	o.maxChunks.Store(int64(n))
+}
+
+// MaxChunks is the cap on one answer's platform messages.
+func (o *Outbound) MaxChunks() int { return int(o.maxChunks.Load()) }
 
 // SleepContext waits d or until ctx is done.
 func SleepContext(ctx context.Context, d time.Duration) error {
@@ -118,29 +145,42 @@ func SleepContext(ctx context.Context, d time.Duration) error {
 
 // Stats returns counters since start.
 func (o *Outbound) Stats() OutboundStats {
-	return OutboundStats{Sent: o.sent.Load(), Edited: o.edited.Load(), Retried: o.retried.Load(),
+	st := OutboundStats{Sent: o.sent.Load(), Edited: o.edited.Load(), Retried: o.retried.Load(),
 		Failed: o.failed.Load(), Resent: o.resent.Load()}
+	if p := o.lastFailure.Load(); p != nil {
+		st.LastFailure = *p
+	}
+	return st
 }
 
 // Deliver sends d through ch and returns the platform ids of the chunks, in
-// order. Chunks the outbox shows as already delivered with the same text are
-// skipped; delivered drafts (streamed messages) are edited into the final
-// text; a chunk with an intent but no receipt (a crash mid-send) is sent again
-// and counted as a resend.
+// order. The answer is capped at MaxChunks messages (the last one then ends
+// with TruncatedNote). Chunks the outbox shows as already delivered to the
+// target with the same text are skipped; delivered drafts (streamed messages,
+// also those a run killed mid-answer left) are edited into the final text,
+// and drafts beyond the answer's last chunk become SupersededDraft; a chunk
+// with an intent but no receipt (a crash mid-send) is checked with a Verifier
+// channel, else sent again and counted as a resend.
 func (o *Outbound) Deliver(ctx context.Context, ch Channel, d Delivery) ([]string, error) {
-	chunks := ch.Format(d.Markdown)
+	maxChunks := o.MaxChunks()
+	chunks, truncated := capFormat(ch, d.Markdown, maxChunks)
 	if len(chunks) == 0 {
 		return nil, nil
 	}
-	existing, err := o.latest(ctx, d.TurnID)
+	if truncated {
+		o.log.Warn("answer too long; delivering it truncated", "target", d.Target.String(), "turn", d.TurnID,
+			"chars", len(d.Markdown), "max_chunks", maxChunks)
+	}
+	state, err := o.turnState(ctx, d)
 	if err != nil {
 		return nil, err
 	}
 	editor, canEdit := ch.(Editor)
 	ids := make([]string, 0, len(chunks))
 	for i, c := range chunks {
-		rec, has := existing[i]
-		if has && rec.Status == OutboxDelivered && rec.PlatformID != "" {
+		cr := state[i]
+		if cr.hasMsg {
+			rec := cr.msg
 			if rec.Text == c.Text || !canEdit {
 				ids = append(ids, rec.PlatformID)
 				continue
@@ -151,8 +191,13 @@ func (o *Outbound) Deliver(ctx context.Context, ch Channel, d Delivery) ([]strin
 			ids = append(ids, rec.PlatformID)
 			continue
 		}
-		if has && rec.Status == OutboxPending {
+		if rec := cr.last; cr.unconfirmed() {
 			if id, ok := o.verify(ctx, ch, d, i, c, rec); ok {
+				if rec.Text != c.Text && canEdit { // a draft's send: make it the answer
+					if err := o.edit(ctx, editor, d, i, id, c); err != nil {
+						return ids, err
+					}
+				}
 				ids = append(ids, id)
 				continue
 			}
@@ -167,17 +212,24 @@ func (o *Outbound) Deliver(ctx context.Context, ch Channel, d Delivery) ([]strin
 		}
 		ids = append(ids, id)
 	}
+	o.supersede(ctx, ch, d, len(chunks), state)
 	return ids, nil
 }
 
 // verify asks a Verifier channel whether a chunk without a receipt reached
 // the platform; if so, the receipt is recorded and the chunk is not resent.
+// It looks for the text the intent recorded (a streamed draft's text may
+// differ from the final chunk c).
 func (o *Outbound) verify(ctx context.Context, ch Channel, d Delivery, i int, c Chunk, rec memory.OutboxRecord) (string, bool) {
 	v, ok := ch.(Verifier)
 	if !ok {
 		return "", false
 	}
-	out := Outgoing{Target: d.Target, Text: c.Text, Plain: c.Plain, ReplyTo: d.ReplyTo, Nonce: nonce(d.TurnID, i)}
+	text, plain := rec.Text, ""
+	if text == "" || text == c.Text {
+		text, plain = c.Text, c.Plain
+	}
+	out := Outgoing{Target: d.Target, Text: text, Plain: plain, ReplyTo: d.ReplyTo, Nonce: nonce(d.TurnID, i)}
 	id, found, err := v.Delivered(ctx, out, rec.Created)
 	if err != nil {
 		o.log.Warn("could not check whether an unconfirmed chunk arrived; resending", "target", d.Target.String(), "err", err)
@@ -215,7 +267,7 @@ func (o *Outbound) send(ctx context.Context, ch Channel, d Delivery, i int, c Ch
 		recID = id
 	}
 	out := Outgoing{Target: d.Target, Text: c.Text, Plain: c.Plain, ReplyTo: d.ReplyTo, Nonce: nonce(d.TurnID, i), Paced: paced}
-	pid, err := o.retry(ctx, func(ctx context.Context) (string, error) {
+	pid, attempts, err := o.retry(ctx, func(ctx context.Context) (string, error) {
 		s, err := ch.Send(ctx, out)
 		out.Paced = false // a retry waits for a fresh slot
 		return s, err
@@ -233,6 +285,7 @@ func (o *Outbound) send(ctx context.Context, ch Channel, d Delivery, i int, c Ch
 	if err != nil {
 		o.failed.Add(1)
 		o.obs.Delivery("failed")
+		o.logFailure(ctx, "send", d, i, attempts, err)
 		return "", fmt.Errorf("send to %s: %w", d.Target, err)
 	}
 	o.sent.Add(1)
@@ -241,11 +294,13 @@ func (o *Outbound) send(ctx context.Context, ch Channel, d Delivery, i int, c Ch
 }
 
 func (o *Outbound) edit(ctx context.Context, ed Editor, d Delivery, i int, pid string, c Chunk) error {
-	_, err := o.retry(ctx, func(ctx context.Context) (string, error) {
+	_, attempts, err := o.retry(ctx, func(ctx context.Context) (string, error) {
 		return pid, ed.Edit(ctx, d.Target, pid, c.Text)
 	})
 	if err != nil {
 		o.failed.Add(1)
+		o.obs.Delivery("failed")
+		o.logFailure(ctx, "edit", d, i, attempts, err)
 		return fmt.Errorf("edit %s in %s: %w", pid, d.Target, err)
 	}
 	o.edited.Add(1)
@@ -262,17 +317,18 @@ func (o *Outbound) edit(ctx context.Context, ed Editor, d Delivery, i int, pid s
 	return nil
 }
 
-// retry runs op until it succeeds, fails permanently or attempts run out.
-func (o *Outbound) retry(ctx context.Context, op func(context.Context) (string, error)) (string, error) {
+// retry runs op until it succeeds, fails permanently or attempts run out;
+// it returns the number of attempts made.
+func (o *Outbound) retry(ctx context.Context, op func(context.Context) (string, error)) (string, int, error) {
 	delay := o.baseDelay
 	for attempt := 1; ; attempt++ {
 		id, err := op(ctx)
 		if err == nil {
-			return id, nil
+			return id, attempt, nil
 		}
 		kind, after := ClassifyError(err)
 		if kind == KindPermanent || kind == KindAmbiguous || attempt >= o.maxAttempts || ctx.Err() != nil {
-			return "", err
+			return "", attempt, err
 		}
 		wait := delay
 		if kind == KindRateLimited {
@@ -284,27 +340,36 @@ func (o *Outbound) retry(ctx context.Context, op func(context.Context) (string, 
 		o.obs.Delivery("retried")
 		o.log.Debug("retrying delivery", "kind", kind.String(), "wait", wait, "attempt", attempt, "err", err)
 		if err := o.sleep(ctx, wait); err != nil {
-			return "", err
+			return "", attempt, err
 		}
 	}
 }
 
-// latest maps chunk index → newest outbox record of the turn.
-func (o *Outbound) latest(ctx context.Context, turnID string) (map[int]memory.OutboxRecord, error) {
-	out := map[int]memory.OutboxRecord{}
-	if o.outbox == nil || turnID == "" {
-		return out, nil
+// logFailure reports a send or edit that failed after its retries: at WARN
+// with the target and the platform's error text (the retries themselves log
+// at DEBUG), and as OutboundStats.LastFailure for /status. A delivery cut
+// short by shutdown is replayed at the next start and logs at INFO.
+func (o *Outbound) logFailure(ctx context.Context, op string, d Delivery, chunk, attempts int, err error) {
+	kind, _ := ClassifyError(err)
+	if ctx.Err() != nil {
+		o.log.Info("delivery interrupted by shutdown; it is retried at the next start",
+			"op", op, "target", d.Target.String(), "turn", d.TurnID, "chunk", chunk)
+		return
 	}
-	recs, err := o.outbox.OutboxForTurn(ctx, turnID)
-	if err != nil {
-		return nil, fmt.Errorf("read outbox: %w", err)
+	o.log.Warn("delivery failed", "op", op, "target", d.Target.String(), "turn", d.TurnID, "chunk", chunk,
+		"attempts", attempts, "kind", kind.String(), "err", err)
+	desc := fmt.Sprintf("%s %s to %s failed (%s, %d attempt(s)): %s",
+		time.Now().UTC().Format(time.RFC3339), op, d.Target, kind, attempts, oneLineErr(err))
+	o.lastFailure.Store(&desc)
+}
+
+// oneLineErr keeps an error's text to one line of at most 300 characters.
+func oneLineErr(err error) string {
+	s := strings.Join(strings.Fields(err.Error()), " ")
+	if r := []rune(s); len(r) > 300 {
+		s = string(r[:300]) + "…"
 	}
-	for _, r := range recs {
-		if cur, ok := out[r.Chunk]; !ok || r.ID > cur.ID {
-			out[r.Chunk] = r
-		}
-	}
-	return out, nil
+	return s
 }
 
 func nonce(turnID string, i int) string {

@@ -18,18 +18,30 @@ type KV interface {
 	KVDelete(ctx context.Context, key string) error
 }
 
-// Pairing limits.
+// Pairing limits. Each stranger holds at most one pending code (asking again
+// returns the same code). All channels together hold at most
+// PairingMaxPending codes; when that is reached, the oldest code that has
+// been pending for at least PairingMinAge is dropped to make room, so a burst
+// of strangers cannot block pairing for the whole TTL, yet a code lives long
+// enough for the operator to approve it. Only when every pending code is
+// younger than PairingMinAge is a new stranger refused (ErrPairingFull), and
+// the handler tells them to try again later.
 const (
 	PairingCodeLen     = 8
 	PairingTTL         = time.Hour
-	PairingMaxPerChan  = 3
+	PairingMaxPending  = 100
+	PairingMinAge      = 10 * time.Minute
 	pairingAlphabet    = "ABCDEFGHJKMNPQRSTUVWXYZ23456789" // no 0/O, 1/I/L
 	kvPairingPending   = "pairing/pending"
 	kvPairingApprovedP = "pairing/approved/"
 )
 
-// ErrPairingFull means a channel already has PairingMaxPerChan pending codes.
-var ErrPairingFull = errors.New("too many pending pairing requests on this channel")
+// ErrPairingFull means PairingMaxPending codes are pending and none is old
+// enough (PairingMinAge) to be dropped for a new one.
+var ErrPairingFull = errors.New("too many pending pairing requests; try again later")
+
+// pairingRefusedText is the reply to a stranger refused with ErrPairingFull.
+const pairingRefusedText = "Hi! I can't take new pairing requests right now. Please try again later."
 
 // ErrUnknownCode means the code is not pending (never issued, used or expired).
 var ErrUnknownCode = errors.New("unknown or expired pairing code")
@@ -43,6 +55,9 @@ type PairingRequest struct {
 	Target  string    `json:"target"` // the direct chat to tell on approval
 	Created time.Time `json:"created"`
 	Expires time.Time `json:"expires"`
+	// Source is the inbox item whose reply carries the code (0: unknown); a
+	// replay of that item sends the code if it was not delivered yet.
+	Source uint64 `json:"source,omitempty"`
 }
 
 // Pairing issues and approves one-time codes for unknown direct senders.
@@ -52,6 +67,10 @@ type Pairing struct {
 	kv  KV
 	now func() time.Time
 	mu  sync.Mutex
+
+	refusedMu sync.Mutex
+	refused   map[string]time.Time // user → when last told "try again later"
+	refusals  []time.Time          // when each of the last refusal replies went out
 }
 
 // NewPairing returns a Pairing over kv. now may be nil (time.Now).
@@ -66,6 +85,11 @@ func NewPairing(kv KV, now func() time.Time) *Pairing {
 // created is false when an existing code was returned (so it is not sent again
 // on every message).
 func (p *Pairing) Request(ctx context.Context, msg Message) (req PairingRequest, created bool, err error) {
+	return p.RequestFrom(ctx, msg, 0)
+}
+
+// RequestFrom is Request for the inbox item source, recorded with a new code.
+func (p *Pairing) RequestFrom(ctx context.Context, msg Message, source uint64) (req PairingRequest, created bool, err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	pending, err := p.load(ctx)
@@ -73,30 +97,80 @@ func (p *Pairing) Request(ctx context.Context, msg Message) (req PairingRequest,
 		return PairingRequest{}, false, err
 	}
 	user := msg.UserKey()
-	n := 0
 	for _, r := range pending {
 		if r.User == user {
 			return r, false, nil
 		}
-		if r.Channel == msg.Channel {
-			n++
-		}
 	}
-	if n >= PairingMaxPerChan {
-		return PairingRequest{}, false, ErrPairingFull
+	now := p.now()
+	if pending, err = makeRoom(pending, now); err != nil {
+		return PairingRequest{}, false, err
 	}
 	code, err := newCode()
 	if err != nil {
 		return PairingRequest{}, false, err
 	}
-	now := p.now()
 	req = PairingRequest{Code: code, Channel: msg.Channel, User: user, Name: msg.Sender.Name,
-		Target: msg.Target().String(), Created: now, Expires: now.Add(PairingTTL)}
+		Target: msg.Target().String(), Created: now, Expires: now.Add(PairingTTL), Source: source}
 	pending = append(pending, req)
 	if err := p.save(ctx, pending); err != nil {
 		return PairingRequest{}, false, err
 	}
 	return req, true, nil
+}
+
+// makeRoom returns pending with fewer than PairingMaxPending codes, dropping
+// the oldest ones (pending at least PairingMinAge) first, or ErrPairingFull.
+func makeRoom(pending []PairingRequest, now time.Time) ([]PairingRequest, error) {
+	for len(pending) >= PairingMaxPending {
+		oldest := -1
+		for i, r := range pending {
+			if oldest < 0 || r.Created.Before(pending[oldest].Created) {
+				oldest = i
+			}
+		}
+		if now.Sub(pending[oldest].Created) < PairingMinAge {
+			return pending, ErrPairingFull
+		}
+		pending = append(pending[:oldest], pending[oldest+1:]...)
+	}
+	return pending, nil
+}
+
+// Refusal replies are rate limited so that they cannot be used to make the
+// bot send messages: one per stranger per PairingMinAge, and at most
+// refusalRepliesPerMinute in all.
+const refusalRepliesPerMinute = 10
+
+// ShouldTellRefused reports whether a stranger refused with ErrPairingFull
+// is to be told to try again later now, and if so records that they were.
+// The state is in memory only, and bounded: an entry is kept for
+// PairingMinAge, and at most refusalRepliesPerMinute are added per minute.
+func (p *Pairing) ShouldTellRefused(user string) bool {
+	now := p.now()
+	p.refusedMu.Lock()
+	defer p.refusedMu.Unlock()
+	for u, at := range p.refused {
+		if now.Sub(at) >= PairingMinAge {
+			delete(p.refused, u)
+		}
+	}
+	recent := p.refusals[:0]
+	for _, at := range p.refusals {
+		if now.Sub(at) < time.Minute {
+			recent = append(recent, at)
+		}
+	}
+	p.refusals = recent
+	if _, told := p.refused[user]; told || len(p.refusals) >= refusalRepliesPerMinute {
+		return false
+	}
+	if p.refused == nil {
+		p.refused = map[string]time.Time{}
+	}
+	p.refused[user] = now
+	p.refusals = append(p.refusals, now)
+	return true
 }
 
 // Approve marks the code's user as allowed and removes the code.

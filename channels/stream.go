@@ -15,7 +15,13 @@ const streamMinChars = 24
 // EditInterval; when the text outgrows one chunk the next chunk becomes a new
 // message (rollover). Drafts are recorded in the outbox under the turn id, so
 // the final delivery edits them into the formatted answer instead of sending
-// the answer again. Stop ends the goroutine; it is idempotent.
+// the answer again. A turn that runs again after a crash adopts the drafts
+// the killed run left (the outbox's delivered records for the turn and chat)
+// and edits them, so the chat never keeps a fragment next to a new answer; a
+// draft whose send has no receipt is looked up through a Verifier channel.
+// Drafts are capped at the Outbound's MaxChunks; past that the streamer stops
+// and the final delivery adds TruncatedNote. Stop ends the goroutine; it is
+// idempotent.
 type streamer struct {
 	out      *Outbound
 	ch       Channel
@@ -23,9 +29,10 @@ type streamer struct {
 	d        Delivery
 	interval time.Duration
 
-	mu    sync.Mutex
-	text  string
-	dirty bool
+	mu     sync.Mutex
+	text   string
+	dirty  bool
+	resets int // Reset calls, so the loop notices a new text after a full one
 
 	wake     chan struct{}
 	stopCh   chan struct{}
@@ -33,8 +40,14 @@ type streamer struct {
 	stopOnce sync.Once
 
 	// owned by the loop goroutine
-	shown []string // text shown per draft message
-	ids   []string
+	drafts map[int]draft        // chunk index → message shown
+	prior  map[int]chunkRecords // the outbox's records of the turn at start
+	full   bool                 // the text outgrew the chunk cap: no more renders
+}
+
+// draft is one streamed message: its platform id and the text it shows.
+type draft struct {
+	id, shown string
 }
 
 func startStreamer(ctx context.Context, out *Outbound, ch Channel, ed Editor, d Delivery) *streamer {
@@ -64,6 +77,7 @@ func (s *streamer) Reset() {
 	s.mu.Lock()
 	s.text = ""
 	s.dirty = false
+	s.resets++
 	s.mu.Unlock()
 }
 
@@ -75,7 +89,9 @@ func (s *streamer) Stop() {
 
 func (s *streamer) loop(ctx context.Context) {
 	defer close(s.done)
+	s.adopt(ctx)
 	var last time.Time
+	resets := 0
 	for {
 		select {
 		case <-ctx.Done():
@@ -99,8 +115,11 @@ func (s *streamer) loop(ctx context.Context) {
 		s.mu.Lock()
 		text, dirty := s.text, s.dirty
 		s.dirty = false
+		if s.resets != resets {
+			resets, s.full = s.resets, false // text after a tool call starts over
+		}
 		s.mu.Unlock()
-		if !dirty || len([]rune(text)) < streamMinChars {
+		if !dirty || s.full || len([]rune(text)) < streamMinChars {
 			continue
 		}
 		s.render(ctx, text)
@@ -108,18 +127,56 @@ func (s *streamer) loop(ctx context.Context) {
 	}
 }
 
+// adopt loads the drafts an earlier run of the turn left in this chat.
+func (s *streamer) adopt(ctx context.Context) {
+	s.drafts = map[int]draft{}
+	state, err := s.out.turnState(ctx, s.d)
+	if err != nil {
+		s.out.log.Warn("stream: could not read the turn's earlier drafts", "turn", s.d.TurnID, "err", err)
+		return
+	}
+	s.prior = state
+	for i, cr := range state {
+		if cr.hasMsg {
+			// The killed run may have edited the draft past the recorded
+			// text (edits are not recorded): treat what it shows as unknown.
+			s.drafts[i] = draft{id: cr.msg.PlatformID}
+		}
+	}
+	if len(s.drafts) > 0 {
+		s.out.log.Info("stream: continuing the drafts of an earlier run of the turn", "target", s.d.Target.String(),
+			"turn", s.d.TurnID, "drafts", len(s.drafts))
+	}
+}
+
 func (s *streamer) render(ctx context.Context, text string) {
 	chunks := s.ch.Format(text)
+	if max := s.out.MaxChunks(); len(chunks) > max {
+		chunks = chunks[:max]
+		s.full = true // the final delivery cuts the answer and adds the note
+	}
 	for i, c := range chunks {
-		if i < len(s.ids) {
-			if s.shown[i] == c.Text {
+		dr, ok := s.drafts[i]
+		if !ok {
+			if cr := s.prior[i]; cr.unconfirmed() {
+				// The killed run's send of this draft has no receipt.
+				if id, found := s.out.verify(ctx, s.ch, s.d, i, c, cr.last); found {
+					dr, ok = draft{id: id, shown: cr.last.Text}, true
+					s.drafts[i] = dr
+				}
+				delete(s.prior, i)
+			}
+		}
+		if ok {
+			if dr.shown == c.Text {
 				continue
 			}
-			if err := s.ed.Edit(ctx, s.d.Target, s.ids[i], c.Text); err != nil {
+			if err := s.ed.Edit(ctx, s.d.Target, dr.id, c.Text); err != nil {
 				s.out.log.Debug("stream edit failed", "target", s.d.Target.String(), "err", err)
 				return
 			}
-			s.shown[i] = c.Text
+			dr.shown = c.Text
+			s.drafts[i] = dr
 			continue
 		}
 		id, err := s.out.send(ctx, s.ch, s.d, i, c)
@@ -127,7 +184,6 @@ func (s *streamer) render(ctx context.Context, text string) {
 			s.out.log.Debug("stream send failed", "target", s.d.Target.String(), "err", err)
 			return
 		}
-		s.ids = append(s.ids, id)
-		s.shown = append(s.shown, c.Text)
+		s.drafts[i] = draft{id: id, shown: c.Text}
 	}
 }

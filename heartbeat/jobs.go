@@ -586,7 +586,7 @@ func (j *Jobs) produce(ctx context.Context, s JobSpec) (string, error) {
 		return "", fmt.Errorf("run task: agent %w", errNotConfigured)
 	}
 	ans, err := j.o.Agent.ProcessDirect(ctx, "job:"+s.Name, s.Prompt, agent.DirectOptions{
-		Persona: s.Persona, Tools: s.Tools, JobName: s.Name,
+		Persona: s.Persona, Tools: s.Tools, JobName: s.Name, DeliverTo: slices.Clone(s.DeliverTo),
 		Runtime: agent.Runtime{ChatType: "job"},
 	})
 	if err != nil {

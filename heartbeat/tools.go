@@ -288,8 +288,7 @@ type SendMessageTool struct {
 }
 
 // NewSendMessageTool returns the send_message tool. allowed decides which
-// targets a turn may reach; nil allows the calling chat and, in a job's turn,
-// the job's deliver_to targets (looked up in jobs, which may be nil).
+// targets a turn may reach; nil means TurnMayReach (jobs may be nil).
 func NewSendMessageTool(out Deliverer, sent *SentLog, jobs *Jobs, allowed func(ctx context.Context, ci agent.CallInfo, target string) bool) *SendMessageTool {
 	if sent == nil {
 		sent = NewSentLog(0)
@@ -300,17 +299,29 @@ func NewSendMessageTool(out Deliverer, sent *SentLog, jobs *Jobs, allowed func(c
 	}
 	if allowed == nil {
 		allowed = func(ctx context.Context, ci agent.CallInfo, target string) bool {
-			if target == ci.SessionKey {
-				return true
-			}
-			if ci.JobName == "" || jobs == nil {
-				return false
-			}
-			s, _, err := jobs.spec(ctx, ci.JobName)
-			return err == nil && slices.Contains(s.DeliverTo, target)
+			return TurnMayReach(ctx, jobs, ci, target)
 		}
 	}
 	return &SendMessageTool{out: out, sent: sent, allowed: allowed, log: log}
+}
+
+// TurnMayReach is send_message's rule, decided by the running turn alone (its
+// agent.CallInfo): a chat turn may send only to its own chat (SessionKey); a
+// job's turn only to the job's deliver_to (CallInfo.DeliverTo, or, when the
+// caller did not set it, the job's current spec in jobs). Config-wide lists
+// such as access.allow_from or bot.admins never widen it: a stranger's turn
+// in open mode must not reach the admin's chat or an allowlisted group.
+func TurnMayReach(ctx context.Context, jobs *Jobs, ci agent.CallInfo, target string) bool {
+	if ci.JobName == "" {
+		return ci.SessionKey != "" && target == ci.SessionKey
+	}
+	deliverTo := ci.DeliverTo
+	if deliverTo == nil && jobs != nil {
+		if s, _, err := jobs.spec(ctx, ci.JobName); err == nil {
+			deliverTo = s.DeliverTo
+		}
+	}
+	return slices.Contains(deliverTo, target)
 }
 
 var _ agent.Tool = (*SendMessageTool)(nil)
@@ -320,8 +331,9 @@ func (*SendMessageTool) Name() string { return "send_message" }
 
 // Description tells the model what the tool does.
 func (*SendMessageTool) Description() string {
-	return "Send a message to a chat you are allowed to reach, addressed as <channel>:<chat_id>[:<thread_id>] " +
-		"(e.g. slack:C0123). Without target it goes to the current chat. Do not repeat the same text in your final answer."
+	return "Send a message to a chat, addressed as <channel>:<chat_id>[:<thread_id>] (e.g. slack:C0123). " +
+		"Without target it goes to the current chat. Only the current chat can be reached (in a scheduled job: " +
+		"the job's delivery targets). Do not repeat the same text in your final answer."
 }
 
 // Schema is the JSON Schema of the arguments.
@@ -359,7 +371,9 @@ func (t *SendMessageTool) Call(ctx context.Context, raw json.RawMessage) (string
 		return "", fmt.Errorf("send_message: %q is not a chat address such as telegram:12345", target)
 	}
 	if !t.allowed(ctx, ci, target) {
-		return "", fmt.Errorf("send_message: you are not allowed to send to %s", target)
+		t.log.Warn("send_message refused: the target is not this turn's chat", slog.String("target", target),
+			slog.String("session", ci.SessionKey), slog.String("job", ci.JobName))
+		return "", agent.Permanent(fmt.Errorf("send_message: you are not allowed to send to %s: a chat turn may send only to its own chat, a job only to its deliver_to targets", target))
 	}
 	if t.out == nil {
 		return "", errors.New("send_message: no outbound path configured")

@@ -63,7 +63,27 @@ func (s *Store) commitLoop() {
 		}
 		g.mu.Unlock()
 		last = len(calls)
+		s.commitCallsSafe(calls)
+	}
+}
+
+// commitCallsSafe runs commitCalls on this goroutine (not the writers') with
+// bolt panics and memory faults on a damaged file turned into an error for
+// every writer still waiting, so they cannot crash the daemon.
+func (s *Store) commitCallsSafe(calls []*gcCall) {
+	err := faultSafe("committing", func() error {
 		s.commitCalls(calls)
+		return nil
+	})
+	if err == nil {
+		return
+	}
+	err = fmt.Errorf("%w: %w (stop switchboard and run `switchboard doctor`)", ErrInvalidDatabase, err)
+	for _, c := range calls {
+		select {
+		case c.err <- err: // buffered: a writer already answered keeps its result
+		default:
+		}
 	}
 }
 

@@ -62,6 +62,12 @@
 //   - Open refuses a bolt file that holds buckets but no switchboard schema
 //     marker, so pointing data_dir at another program's database fails loudly
 //     instead of writing into it.
+//   - Open verifies an existing file before returning (integrity.go): the
+//     header against the file's length, a walk of every page, and bolt's
+//     consistency check, the check `doctor` runs. A damaged file fails with a
+//     *CorruptError (wrapping ErrInvalidDatabase) naming the fix, so `run`
+//     refuses to start instead of crash-looping. A panic inside bolt in any
+//     later transaction becomes an error wrapping ErrInvalidDatabase.
 package memory
 
 import (
@@ -73,6 +79,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"time"
@@ -220,6 +227,9 @@ func Open(path string, opts Options) (*Store, error) {
 	existed := false
 	if fi, err := os.Stat(path); err == nil && fi.Size() > 0 {
 		existed = true
+		if err := preflight(path); err != nil {
+			return nil, invalidErr(path, opts.Now(), err)
+		}
 	}
 	db, err := openBolt(path, opts)
 	if err != nil {
@@ -228,13 +238,21 @@ func Open(path string, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("memory: open %s: %w (lock not acquired within %s)", path, ErrInUse, opts.Timeout)
 		case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum),
 			errors.Is(err, berrors.ErrVersionMismatch), errors.Is(err, berrors.ErrInvalidMapping):
-			return nil, fmt.Errorf("memory: open %s: file is %w: %w (move it aside to start fresh, or restore a backup)", path, ErrInvalidDatabase, err)
+			return nil, invalidErr(path, opts.Now(), err)
 		case existed && !errors.Is(err, os.ErrPermission):
 			// Anything else on a non-empty file (short read, mmap of a
 			// truncated file, a panic inside bolt) means the content is bad.
-			return nil, fmt.Errorf("memory: open %s: file is %w: %w (move it aside to start fresh, or restore a backup)", path, ErrInvalidDatabase, err)
+			return nil, invalidErr(path, opts.Now(), err)
 		default:
 			return nil, fmt.Errorf("memory: open %s: %w", path, err)
+		}
+	}
+	if existed {
+		// The check doctor runs: a damaged file must fail here, not with a
+		// bolt panic on the first message (see integrity.go).
+		if err := verify(db); err != nil {
+			_ = db.Close()
+			return nil, invalidErr(path, opts.Now(), err)
 		}
 	}
 	if opts.BatchDelay > 0 {
@@ -243,6 +261,9 @@ func Open(path string, opts Options) (*Store, error) {
 	s := &Store{db: db, path: path, opts: opts, log: opts.Logger}
 	if err := s.initSchema(); err != nil {
 		_ = db.Close()
+		if errors.Is(err, ErrInvalidDatabase) {
+			return nil, invalidErr(path, opts.Now(), err)
+		}
 		return nil, fmt.Errorf("memory: open %s: %w", path, err)
 	}
 	s.log.Debug("memory store opened", "path", path)
@@ -250,6 +271,8 @@ func Open(path string, opts Options) (*Store, error) {
 }
 
 func openBolt(path string, opts Options) (db *bolt.DB, err error) {
+	old := debug.SetPanicOnFault(true)
+	defer debug.SetPanicOnFault(old)
 	defer func() {
 		if r := recover(); r != nil {
 			db, err = nil, fmt.Errorf("bolt panicked while reading the file: %v", r)
@@ -324,7 +347,7 @@ func (s *Store) view(ctx context.Context, op string, fn func(tx *bolt.Tx) error)
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memory: %s: %w", op, err)
 	}
-	if err := s.db.View(fn); err != nil {
+	if err := guard(func() error { return s.db.View(fn) }); err != nil {
 		return wrapOp(op, err)
 	}
 	return nil
@@ -335,7 +358,7 @@ func (s *Store) update(ctx context.Context, op string, fn func(tx *bolt.Tx) erro
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memory: %s: %w", op, err)
 	}
-	if err := s.db.Update(fn); err != nil {
+	if err := guard(func() error { return s.db.Update(fn) }); err != nil {
 		return wrapOp(op, err)
 	}
 	return nil
@@ -347,16 +370,28 @@ func (s *Store) batch(ctx context.Context, op string, fn func(tx *bolt.Tx) error
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memory: %s: %w", op, err)
 	}
-	var err error
-	if s.opts.GroupCommit {
-		err = s.commitGrouped(fn)
-	} else {
-		err = s.db.Batch(fn)
-	}
+	err := guard(func() error {
+		if s.opts.GroupCommit {
+			return s.commitGrouped(fn)
+		}
+		return s.db.Batch(fn)
+	})
 	if err != nil {
 		return wrapOp(op, err)
 	}
 	return nil
+}
+
+// guard runs a bolt transaction so that a panic inside bolt (a damaged page
+// reached after Open's check, e.g. the file overwritten underneath) becomes an
+// error wrapping ErrInvalidDatabase instead of crashing the daemon.
+func guard(fn func() error) error {
+	err := faultSafe("in a transaction", fn)
+	var p *panicError
+	if errors.As(err, &p) {
+		return fmt.Errorf("%w: %w (stop switchboard and run `switchboard doctor`)", ErrInvalidDatabase, err)
+	}
+	return err
 }
 
 func wrapOp(op string, err error) error {
@@ -515,21 +550,16 @@ func countKeys(b *bolt.Bucket) int {
 	return n
 }
 
-// Check runs bolt's consistency check over the whole file (for `doctor`).
-// It returns nil when the file is consistent, else all problems joined.
+// Check runs the integrity check Open runs on an existing file (every page
+// walked, then bolt's consistency check; see integrity.go), for `doctor`. It
+// returns nil when the file is consistent, else an error wrapping
+// ErrInvalidDatabase that lists the problems.
 func (s *Store) Check() error {
-	var errs []error
-	err := s.db.View(func(tx *bolt.Tx) error {
-		for e := range tx.Check() {
-			errs = append(errs, e)
+	if err := verify(s.db); err != nil {
+		if errors.Is(err, berrors.ErrDatabaseNotOpen) {
+			return wrapOp("check", err)
 		}
-		return nil
-	})
-	if err != nil {
-		return wrapOp("check", err)
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("memory: check %s: %d problem(s): %w", s.path, len(errs), errors.Join(errs...))
+		return fmt.Errorf("memory: check %s: %w: %w", s.path, ErrInvalidDatabase, err)
 	}
 	return nil
 }

@@ -49,6 +49,11 @@
 //     name and hard-linked into place, so an existing file is never
 //     overwritten, and an operator who deletes a default does not get it back
 //     on the next start. Directory 0755, files 0644.
+//   - The built-ins always resolve by name: the daemon serves WithBuiltins of
+//     the loaded directory, so a directory holding only zebra.md still has
+//     assistant, reporter and buddy, and a file named like a built-in
+//     overrides it. A configured name that no persona has is a config error
+//     (internal/daemon.LoadPersonaSet), never a silent substitute.
 //   - Sets are immutable. The Resolver holds atomic pointers to the current
 //     Set and to the current rules (by_target, by_channel, default), so a live
 //     reload swaps them without locks and a turn never sees half of a reload.

@@ -209,26 +209,31 @@ type webFetchArgs struct {
 //	<text>
 //	[truncated at N bytes]         (when the body was longer than MaxBytes)
 func (f *WebFetch) Call(ctx context.Context, args json.RawMessage) (string, error) {
+	// Bad arguments and policy refusals are agent.PermanentError: the same
+	// call would be refused again, so it is not retried.
 	var a webFetchArgs
 	if err := decodeArgs(args, &a); err != nil {
-		return "", fmt.Errorf("web_fetch: %w", err)
+		return "", agent.Permanent(fmt.Errorf("web_fetch: %w", err))
 	}
 	raw := strings.TrimSpace(a.URL)
 	if raw == "" {
-		return "", errors.New("web_fetch: the url argument is empty")
+		return "", agent.Permanent(errors.New("web_fetch: the url argument is empty"))
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return "", fmt.Errorf("web_fetch: invalid URL: %w", err)
+		return "", agent.Permanent(fmt.Errorf("web_fetch: invalid URL: %w", err))
 	}
 	if !u.IsAbs() {
-		return "", fmt.Errorf("web_fetch: %q is not an absolute URL: give a full http:// or https:// URL", u.Redacted())
+		return "", agent.Permanent(fmt.Errorf("web_fetch: %q is not an absolute URL: give a full http:// or https:// URL", u.Redacted()))
 	}
 	u.Fragment, u.RawFragment = "", ""
 	start := time.Now()
 	if err := f.precheck(ctx, u); err != nil {
 		f.log.InfoContext(ctx, "web_fetch refused", "url", u.Redacted(), "err", err)
-		return "", fmt.Errorf("web_fetch: %w", err)
+		if isLookupError(err) {
+			return "", fmt.Errorf("web_fetch: %w", err) // DNS may answer next time
+		}
+		return "", agent.Permanent(fmt.Errorf("web_fetch: %w", err))
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
@@ -245,7 +250,12 @@ func (f *WebFetch) Call(ctx context.Context, args json.RawMessage) (string, erro
 	defer resp.Body.Close()
 	final := resp.Request.URL
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return "", fmt.Errorf("web_fetch: GET %s: the server answered %s", final.Redacted(), resp.Status)
+		err := fmt.Errorf("web_fetch: GET %s: the server answered %s", final.Redacted(), resp.Status)
+		switch c := resp.StatusCode; {
+		case c >= 400 && c < 500 && c != http.StatusRequestTimeout && c != http.StatusTooEarly && c != http.StatusTooManyRequests:
+			return "", agent.Permanent(err) // 404, 403 …: asking again gets the same answer
+		}
+		return "", err
 	}
 	media := ""
 	if ct := resp.Header.Get("Content-Type"); ct != "" {
@@ -310,7 +320,7 @@ func contentKind(media string) contentType {
 }
 
 func unsupportedType(u *url.URL, media string) error {
-	return fmt.Errorf("web_fetch: %s is %s, not text: only HTML, JSON, XML and plain text pages can be read", u.Redacted(), media)
+	return agent.Permanent(fmt.Errorf("web_fetch: %s is %s, not text: only HTML, JSON, XML and plain text pages can be read", u.Redacted(), media))
 }
 
 // readCapped reads at most max bytes; truncated says the body was longer.
@@ -391,12 +401,24 @@ func ipAllowed(a netip.Addr, allow []string) bool {
 func (f *WebFetch) lookup(ctx context.Context, host string) ([]netip.Addr, error) {
 	addrs, err := f.resolver.LookupNetIP(ctx, "ip", host)
 	if err != nil {
-		return nil, fmt.Errorf("cannot resolve %s: %w", host, err)
+		return nil, &lookupError{fmt.Errorf("cannot resolve %s: %w", host, err)}
 	}
 	if len(addrs) == 0 {
-		return nil, fmt.Errorf("cannot resolve %s: no addresses", host)
+		return nil, &lookupError{fmt.Errorf("cannot resolve %s: no addresses", host)}
 	}
 	return addrs, nil
+}
+
+// lookupError is a failed name resolution: unlike a refusal, it may pass on
+// another try.
+type lookupError struct{ err error }
+
+func (e *lookupError) Error() string { return e.err.Error() }
+func (e *lookupError) Unwrap() error { return e.err }
+
+func isLookupError(err error) bool {
+	var le *lookupError
+	return errors.As(err, &le)
 }
 
 // checkAddr applies the address guard (AllowPrivate, AllowNetworks, then
@@ -486,11 +508,14 @@ func (f *WebFetch) checkRedirect(req *http.Request, via []*http.Request) error {
 func (f *WebFetch) describe(ctx context.Context, u *url.URL, err error) error {
 	var re *redirectError
 	if errors.As(err, &re) {
-		return fmt.Errorf("web_fetch: %w", re)
+		if isLookupError(re.err) {
+			return fmt.Errorf("web_fetch: %w", re)
+		}
+		return agent.Permanent(fmt.Errorf("web_fetch: %w", re))
 	}
 	var be *BlockedAddressError
 	if errors.As(err, &be) {
-		return fmt.Errorf("web_fetch: %w", be)
+		return agent.Permanent(fmt.Errorf("web_fetch: %w", be))
 	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("web_fetch: GET %s: %w", u.Redacted(), ctx.Err())

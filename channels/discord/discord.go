@@ -75,6 +75,7 @@ import (
 
 	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/channels/markup"
+	"github.com/switchboard-bot/switchboard/internal/redact"
 )
 
 // Name is the channel's address prefix.
@@ -175,7 +176,7 @@ func (o Options) String() string {
 		tok = "<redacted>"
 	}
 	return fmt.Sprintf("discord.Options{Token:%s APIURL:%q GatewayURL:%q Guilds:%v AllowBots:%t}",
-		tok, o.APIURL, o.GatewayURL, o.Guilds, o.AllowBots)
+		tok, redact.URL(o.APIURL), redact.URL(o.GatewayURL), o.Guilds, o.AllowBots)
 }
 
 // LogValue keeps the token out of structured logs.

@@ -16,6 +16,7 @@ import (
 	"github.com/go-telegram/bot/models"
 
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/internal/redact"
 )
 
 // allowedUpdates is what Run asks Telegram for. Edited messages are fetched
@@ -92,7 +93,7 @@ func (c *Channel) runWebhook(ctx context.Context, sink channels.Sink) error {
 		return fmt.Errorf("telegram: setWebhook: %w", c.redact(err))
 	}
 	c.ready.Store(true)
-	c.log.Info("webhook set", "url", c.opts.WebhookURL)
+	c.log.Info("webhook set", "url", redact.URL(c.opts.WebhookURL))
 	<-ctx.Done()
 	return nil
 }

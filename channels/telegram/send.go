@@ -45,10 +45,12 @@ func (e *MigratedError) MovedTo() channels.Target {
 // Send delivers one chunk (Telegram HTML) and returns "<chat_id>:<message_id>".
 // A chunk Telegram cannot parse is resent once as out.Plain without a parse
 // mode. Errors are classified for the handler's retry path: 429 → RateLimited
-// with retry_after; 403, 400 and migration → Permanent (migration wraps
-// *MigratedError); 5xx and connection failures before the request was sent →
-// Temporary; a transport failure after the request may have been written →
-// Ambiguous.
+// with retry_after; 403, 400, 401, 404, migration and any other {"ok":false}
+// refusal (also one without an error_code) → Permanent (migration wraps
+// *MigratedError); 5xx, 420, 409 and connection failures before the request
+// was written (refused dial, a kept-alive connection the server had closed)
+// → Temporary; a transport failure after the request may have been written
+// → Ambiguous.
 func (c *Channel) Send(ctx context.Context, out channels.Outgoing) (string, error) {
 	chatID, err := parseChatID(out.Target.ChatID)
 	if err != nil {
@@ -205,16 +207,44 @@ func (c *Channel) classify(err error, target channels.Target) error {
 		if errors.As(err, &op) && op.Op == "dial" {
 			return channels.Temporary(red) // never connected: nothing was sent
 		}
+		// net/http reports a kept-alive connection the server had closed
+		// before the request was written as this: nothing was sent.
+		if strings.Contains(err.Error(), "server closed idle connection") {
+			return channels.Temporary(red)
+		}
 		return channels.Ambiguous(red)
 	}
-	// The library reports other {"ok":false} answers (5xx, 420 …) as
-	// "error response from telegram": the server answered, nothing was posted.
-	if strings.Contains(err.Error(), "error response from telegram") {
-		return channels.Temporary(red)
+	// The library reports other {"ok":false} answers as "error response from
+	// telegram for method M, CODE description": the server answered and
+	// nothing was posted. 5xx and 420 (flood) are worth retrying; any other
+	// refusal (no error_code at all, an unlisted 4xx) would be refused again.
+	if _, rest, ok := strings.Cut(err.Error(), "error response from telegram"); ok {
+		if code := responseCode(rest); code >= 500 || code == 420 {
+			return channels.Temporary(red)
+		}
+		return channels.Permanent(red)
 	}
 	// Unreadable responses and body read failures: the request was processed
 	// or not; we cannot tell.
 	return channels.Ambiguous(red)
+}
+
+// responseCode reads CODE from the rest of the library's "error response
+// from telegram for method M, CODE description" (0 when absent).
+func responseCode(rest string) int {
+	_, after, ok := strings.Cut(rest, ", ")
+	if !ok {
+		return 0
+	}
+	f := strings.Fields(after)
+	if len(f) == 0 {
+		return 0
+	}
+	n, err := strconv.Atoi(f[0])
+	if err != nil {
+		return 0
+	}
+	return n
 }
 
 func isParseError(err error) bool {

@@ -70,6 +70,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/internal/redact"
 )
 
 // Mode values for Options.Mode.
@@ -130,14 +131,14 @@ type Options struct {
 // String describes the options without secrets.
 func (o Options) String() string {
 	return fmt.Sprintf("telegram.Options{APIURL:%q Mode:%q WebhookURL:%q Token:%s WebhookSecret:%s}",
-		o.APIURL, o.Mode, o.WebhookURL, masked(o.Token), masked(o.WebhookSecret))
+		redact.URL(o.APIURL), o.Mode, redact.URL(o.WebhookURL), masked(o.Token), masked(o.WebhookSecret))
 }
 
 // LogValue keeps the token and webhook secret out of structured logs.
 func (o Options) LogValue() slog.Value {
 	return slog.GroupValue(
-		slog.String("api_url", o.APIURL), slog.String("mode", o.Mode),
-		slog.String("webhook_url", o.WebhookURL),
+		slog.String("api_url", redact.URL(o.APIURL)), slog.String("mode", o.Mode),
+		slog.String("webhook_url", redact.URL(o.WebhookURL)),
 		slog.String("token", masked(o.Token)), slog.String("webhook_secret", masked(o.WebhookSecret)),
 	)
 }

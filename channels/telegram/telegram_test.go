@@ -263,6 +263,9 @@ func TestParseEntitiesFallsBackToPlain(t *testing.T) {
 
 func TestSendErrorClassification(t *testing.T) {
 	r := newRig(t, nil)
+	// Run's deleteWebhook must have finished before the fake is closed at the
+	// end, or Run fails with the fake's shutdown (a flake, 1 run in ~50).
+	waitReady(t, r.ch)
 	const group, super = -600, -100600
 	r.fake.AddChat(faketelegram.Chat{ID: 42, Type: "private"})
 	r.fake.AddChat(faketelegram.Chat{ID: group, Type: "group", Title: "Old"})

@@ -1,51 +1,81 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/switchboard-bot/switchboard/agent"
 	"github.com/switchboard-bot/switchboard/internal/daemon"
 )
 
 func (a *app) askCmd() *cobra.Command {
 	var session, persona string
-	var noTools, verbose bool
+	var noTools, verbose, fresh bool
 	cmd := &cobra.Command{
 		Use:   `ask "text"`,
-		Short: "Ask the agent one question and print the answer (kept in a session)",
-		Args:  cobra.MinimumNArgs(1),
+		Short: "Ask the agent one question and print the answer (kept in the session cli:ask)",
+		Long: `Ask the agent one question and print the answer.
+
+The conversation is kept: every ask continues the session cli:ask (or the one
+named by --session), so a follow-up question sees the earlier ones. --new starts
+a fresh conversation first (the previous one is archived; see
+switchboard sessions show --archives). With the daemon running, the question is
+answered by the daemon (through its admin API); otherwise on the store directly.`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := a.loadConfig()
+			req := daemon.AskRequest{Session: session, Persona: persona, Text: strings.Join(args, " "), NoTools: noTools, New: fresh}
+			if strings.TrimSpace(req.Session) == "" {
+				return usageErr(errors.New("--session is empty: leave it out to use " + daemon.AskSession))
+			}
+			if strings.TrimSpace(req.Text) == "" {
+				return usageErr(errors.New("nothing to ask: give the question as text, e.g. switchboard ask \"what time is it in Tokyo?\""))
+			}
+			cfg, remote, err := a.locate()
 			if err != nil {
 				return err
 			}
-			level := slog.LevelWarn
-			if verbose {
-				level = cfg.Log.SlogLevel()
-			}
-			log := a.logger(cfg, level)
-			core, err := daemon.BuildCore(cfg, log, nil)
-			if err != nil {
-				return err
-			}
-			defer core.Store.Close()
-			answer, err := core.Agent.ProcessDirect(cmd.Context(), session, strings.Join(args, " "), agent.DirectOptions{
-				Persona: persona, NoTools: noTools, Runtime: agent.Runtime{Channel: "cli", ChatType: "direct"},
-			})
-			if err != nil {
-				return fmt.Errorf("%s", agent.FriendlyError(err))
+			var answer string
+			if remote != nil {
+				var out struct{ Answer string }
+				form := url.Values{"session": {req.Session}, "persona": {req.Persona}, "text": {req.Text}}
+				if noTools {
+					form.Set("no_tools", "1")
+				}
+				if fresh {
+					form.Set("new", "1")
+				}
+				if err := remote.call(cmd.Context(), http.MethodPost, "/admin/ask", form, &out); err != nil {
+					return err
+				}
+				answer = out.Answer
+			} else {
+				level := slog.LevelWarn
+				if verbose {
+					level = cfg.Log.SlogLevel()
+				}
+				core, err := daemon.BuildCore(cfg, a.logger(cfg, level), nil)
+				if err != nil {
+					return err
+				}
+				defer core.Store.Close()
+				answer, err = daemon.Ask(cmd.Context(), core.Agent, core.Store, core.Personas, req)
+				if err != nil {
+					return localErr(err)
+				}
 			}
 			fmt.Fprintln(a.stdout, answer)
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&session, "session", "s", "cli:ask", "session key to keep the conversation in")
+	cmd.Flags().StringVarP(&session, "session", "s", daemon.AskSession, "session key to keep the conversation in")
 	cmd.Flags().StringVar(&persona, "persona", "", "persona to answer as (default: personas.default)")
 	cmd.Flags().BoolVar(&noTools, "no-tools", false, "answer without tools")
+	cmd.Flags().BoolVar(&fresh, "new", false, "start a fresh conversation in the session first (the old one is archived)")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log at the configured level")
 	return cmd
 }

@@ -2,12 +2,14 @@ package main
 
 import (
 	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/switchboard-bot/switchboard/internal/config"
 	"github.com/switchboard-bot/switchboard/memory"
 )
 
@@ -19,27 +21,41 @@ func (a *app) auditCmd() *cobra.Command {
 		Short: "Print the audit log: tool calls, admin commands, pairing decisions",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f := memory.AuditFilter{Session: session, Limit: limit}
-			if since != "" {
-				d, err := config.ParseDuration(since)
-				if err != nil {
-					return usageErr(fmt.Errorf("--since: %w", err))
-				}
-				f.Since = time.Now().Add(-d)
+			if limit < 0 {
+				return usageErr(fmt.Errorf("--limit %d: give a count of records (0 = all)", limit))
 			}
-			return a.withStore(func(st *memory.Store) error {
-				recs, err := st.ListAudit(cmd.Context(), f)
-				if err != nil {
+			f := memory.AuditFilter{Session: session, Limit: limit}
+			var err error
+			if f.Since, err = sinceTime(since); err != nil {
+				return err
+			}
+			_, remote, err := a.locate()
+			if err != nil {
+				return err
+			}
+			var recs []memory.AuditRecord
+			if remote != nil {
+				form := url.Values{"session": {f.Session}, "limit": {strconv.Itoa(f.Limit)}}
+				if !f.Since.IsZero() {
+					form.Set("since", f.Since.UTC().Format(time.RFC3339Nano))
+				}
+				err = remote.call(cmd.Context(), http.MethodGet, "/admin/audit", form, &recs)
+			} else {
+				err = a.withStore(func(st *memory.Store) error {
+					recs, err = st.ListAudit(cmd.Context(), f)
 					return err
-				}
-				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "TIME\tACTOR\tACTION\tSESSION\tDETAIL\tERROR")
-				for _, r := range recs {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.Local().Format(time.DateTime), orDash(r.Actor),
-						r.Action, orDash(r.Session), clip(r.Detail, 80), orDash(r.Error))
-				}
-				return tw.Flush()
-			})
+				})
+			}
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "TIME\tACTOR\tACTION\tSESSION\tDETAIL\tERROR")
+			for _, r := range recs {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.Local().Format(time.DateTime), orDash(r.Actor),
+					r.Action, orDash(r.Session), clip(r.Detail, 80), orDash(r.Error))
+			}
+			return tw.Flush()
 		},
 	}
 	cmd.Flags().StringVar(&session, "session", "", "only records of this session")

@@ -11,15 +11,17 @@ import (
 func (a *app) configCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "config", Short: "Validate, read and edit config.yaml"}
 	cmd.AddCommand(&cobra.Command{
-		Use:   "validate",
-		Short: "Check config.yaml and report every problem with its line",
-		Args:  cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			if _, err := a.loadConfig(); err != nil {
-				return err
+		Use:   "validate [FILE]",
+		Short: "Check config.yaml (or FILE) and the personas it names; report every problem with its line",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				if a.configPath != "" && a.configPath != args[0] {
+					return usagef("name the file once: --config %s and %s disagree", a.configPath, args[0])
+				}
+				a.configPath, a.configFrom = args[0], "the command line"
 			}
-			fmt.Fprintf(a.stdout, "%s is valid\n", a.configPath)
-			return nil
+			return a.validate()
 		},
 	}, &cobra.Command{
 		Use:   "get KEY",
@@ -42,10 +44,17 @@ func (a *app) configCmd() *cobra.Command {
 		Short: "Set a key in config.yaml in place, keeping comments; refuses an edit that would not load",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(_ *cobra.Command, args []string) error {
-			if err := config.SetInFile(a.configPath, args[0], args[1]); err != nil {
+			path, err := a.editablePath()
+			if err != nil {
+				return err
+			}
+			if err := config.SetInFile(path, args[0], args[1]); err != nil {
 				return usageErr(err)
 			}
-			fmt.Fprintf(a.stdout, "set %s in %s\n", args[0], a.configPath)
+			fmt.Fprintf(a.stdout, "set %s in %s\n", args[0], path)
+			if w := plaintextSecretWarning(args[0], args[1], path); w != "" {
+				fmt.Fprintln(a.stderr, w)
+			}
 			return nil
 		},
 	}, &cobra.Command{
@@ -53,10 +62,14 @@ func (a *app) configCmd() *cobra.Command {
 		Short: "Remove a key from config.yaml (it falls back to its default)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			if err := config.UnsetInFile(a.configPath, args[0]); err != nil {
+			path, err := a.editablePath()
+			if err != nil {
+				return err
+			}
+			if err := config.UnsetInFile(path, args[0]); err != nil {
 				return usageErr(err)
 			}
-			fmt.Fprintf(a.stdout, "unset %s in %s\n", args[0], a.configPath)
+			fmt.Fprintf(a.stdout, "unset %s in %s\n", args[0], path)
 			return nil
 		},
 	})

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -14,7 +15,16 @@ func (a *app) doctorCmd() *cobra.Command {
 		Short: "Check config, data dir, database, model endpoint and channel credentials; print fixes",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, broken := doctor.Run(cmd.Context(), doctor.Options{ConfigPath: a.configPath}, a.stdout)
+			path, how, err := a.findConfig()
+			if err != nil {
+				return err
+			}
+			if path == "" {
+				fmt.Fprintf(a.stderr, "switchboard: %s\n", how)
+			} else {
+				fmt.Fprintf(a.stderr, "switchboard: using config %s (%s)\n", path, how)
+			}
+			_, broken := doctor.Run(cmd.Context(), doctor.Options{ConfigPath: path}, a.stdout)
 			if broken {
 				return &exitError{code: 1, err: errors.New("doctor found problems (see the fixes above)")}
 			}

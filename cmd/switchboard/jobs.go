@@ -82,9 +82,18 @@ func (a *app) withJobs(ctx context.Context, method, path string, form url.Values
 	if err != nil {
 		return err
 	}
+	if method == http.MethodGet { // read-only: never create the data directory
+		if err := requireData(cfg); err != nil {
+			return err
+		}
+	}
 	d, err := daemon.New(ctx, daemon.Options{Config: cfg, Logger: a.logger(cfg, levelWarn)})
 	if errors.Is(err, memory.ErrInUse) {
 		body, aerr := a.adminCall(cfg, method, path, form)
+		var ee *exitError
+		if errors.As(aerr, &ee) { // the daemon answered: the request was wrong
+			return aerr
+		}
 		if aerr != nil {
 			return fmt.Errorf("the daemon is running and did not answer: %w", aerr)
 		}

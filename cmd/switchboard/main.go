@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -21,18 +20,6 @@ var version = "dev"
 
 const levelWarn = slog.LevelWarn
 
-// exitError carries a process exit code with a message for stderr.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string { return e.err.Error() }
-func (e *exitError) Unwrap() error { return e.err }
-
-// usageErr marks an error as the operator's mistake (exit code 2).
-func usageErr(err error) error { return &exitError{code: 2, err: err} }
-
 func main() {
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
@@ -45,48 +32,47 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintf(stderr, "switchboard: %v\n", err)
-	var ee *exitError
-	if errors.As(err, &ee) {
-		return ee.code
-	}
-	return 1
+	code, msg := exitCode(cmd, err)
+	fmt.Fprintf(stderr, "switchboard: %s\n", msg)
+	return code
 }
 
 type app struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
-	configPath     string
+	configPath     string              // --config/-c ("" = SWITCHBOARD_CONFIG, then the lookup in configpath.go)
+	configFrom     string              // how configPath was given, for messages ("" = --config)
+	dataDir        string              // --data-dir ("" = SWITCHBOARD_DATA_DIR, then bot.data_dir)
+	env            func(string) string // nil = os.Getenv
 }
 
 func (a *app) rootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "switchboard",
 		Short: "Switchboard: one AI bot for Slack, Discord, Telegram and the terminal",
-		Long: `Switchboard is a self-hosted AI bot daemon. Without a subcommand it runs the daemon
-with the given config (default ./config.yaml).`,
+		Long: `Switchboard is a self-hosted AI bot daemon. Without a subcommand it runs the daemon.
+
+The config file is the one named by --config, else by $SWITCHBOARD_CONFIG (either must exist),
+else the first of ./config.yaml, <user config dir>/switchboard/config.yaml and
+/etc/switchboard/config.yaml that exists, else the built-in defaults. Every command says which
+file it used. Exit codes: 0 success, 1 runtime failure, 2 usage or configuration mistake.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version,
 	}
-	root.PersistentFlags().StringVarP(&a.configPath, "config", "c", "config.yaml", "path to config.yaml")
+	root.SetVersionTemplate("switchboard {{.Version}}\n")
+	root.PersistentFlags().StringVarP(&a.configPath, "config", "c", "", "config file (default: $SWITCHBOARD_CONFIG, else ./config.yaml, <user config dir>/switchboard/config.yaml, /etc/switchboard/config.yaml)")
+	root.PersistentFlags().StringVar(&a.dataDir, "data-dir", "", "override bot.data_dir (default: $SWITCHBOARD_DATA_DIR)")
 	runCmd := a.runCmd()
 	root.RunE = runCmd.RunE
 	root.Flags().AddFlagSet(runCmd.Flags())
-	root.AddCommand(runCmd, a.chatCmd(), a.askCmd(), a.configCmd(), a.sessionsCmd(), a.pairingCmd(), a.statusCmd(), a.jobsCmd(), a.auditCmd(), a.doctorCmd(), a.personasCmd(), a.promptCmd(), a.versionCmd())
+	root.AddCommand(runCmd, a.chatCmd(), a.askCmd(), a.configCmd(), a.sessionsCmd(), a.pairingCmd(), a.statusCmd(), a.jobsCmd(), a.auditCmd(), a.doctorCmd(), a.personasCmd(), a.promptCmd(), a.versionCmd(), a.healthcheckCmd())
+	wireUsage(root)
 	return root
-}
-
-// loadConfig loads the config, marking errors as the operator's (exit 2).
-func (a *app) loadConfig() (*config.Config, error) {
-	cfg, err := config.Load(a.configPath)
-	if err != nil {
-		return nil, usageErr(err)
-	}
-	return cfg, nil
 }
 
 func (a *app) logger(cfg *config.Config, level slog.Leveler) *slog.Logger {

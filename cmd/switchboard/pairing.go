@@ -96,7 +96,7 @@ func (a *app) pairingCmd() *cobra.Command {
 // adminCall talks to the running daemon's local admin endpoint.
 func (a *app) adminCall(cfg *config.Config, method, path string, form url.Values) ([]byte, error) {
 	if cfg == nil || cfg.Server.Listen == "" {
-		return nil, errors.New("server.listen is empty: the running daemon has no admin endpoint")
+		return nil, errors.New("server.listen is empty, so the daemon has no admin endpoint to ask; set server.listen (e.g. 127.0.0.1:8787) and restart it")
 	}
 	host := cfg.Server.Listen
 	if strings.HasPrefix(host, "0.0.0.0:") || strings.HasPrefix(host, ":") {
@@ -113,12 +113,12 @@ func (a *app) adminCall(cfg *config.Config, method, path string, form url.Values
 	if form != nil {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}
-	if tok := cfg.Server.AdminToken.Value(); tok != "" {
+	if tok := adminToken(cfg); tok != "" {
 		req.Header.Set("Authorization", "Bearer "+tok)
 	}
 	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("reach the daemon at %s: %w", host, err)
+		return nil, daemonDown(host, err)
 	}
 	defer resp.Body.Close()
 	out, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
@@ -126,7 +126,7 @@ func (a *app) adminCall(cfg *config.Config, method, path string, form url.Values
 		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("daemon answered %s: %s", resp.Status, strings.TrimSpace(string(out)))
+		return nil, daemonRefused(resp.StatusCode, out)
 	}
 	return out, nil
 }

@@ -2,14 +2,14 @@ package main
 
 import (
 	"fmt"
+	"net/http"
+	"net/url"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/switchboard-bot/switchboard/agent"
-	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/internal/daemon"
 	"github.com/switchboard-bot/switchboard/personas"
 )
@@ -21,12 +21,9 @@ func (a *app) personasCmd() *cobra.Command {
 		if err != nil {
 			return nil, err
 		}
-		set, errs := personas.Load(cfg.ResolvePath(cfg.Personas.Dir))
-		for _, e := range errs {
+		set, skipped, _ := daemon.LoadPersonaSet(cfg, cfg.ResolvePath(cfg.Personas.Dir)) // built-ins + files
+		for _, e := range skipped {
 			fmt.Fprintf(a.stderr, "warning: %v\n", e)
-		}
-		if set.Len() == 0 {
-			set = personas.Builtin()
 		}
 		return set, nil
 	}
@@ -84,35 +81,31 @@ func (a *app) promptCmd() *cobra.Command {
 		Short: "Print the system prompt and runtime block a turn in a chat would get",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			t, ok := channels.ParseTarget(target)
-			if !ok {
-				return usageErr(fmt.Errorf("--target %q is not a chat address like telegram:12345 or slack:C0123:1700000000.000100", target))
-			}
-			cfg, err := a.loadConfig()
+			cfg, remote, err := a.locate()
 			if err != nil {
 				return err
 			}
-			core, err := daemon.BuildCore(cfg, a.logger(cfg, levelWarn), nil)
+			var v daemon.PromptView
+			if remote != nil {
+				err = remote.call(cmd.Context(), http.MethodGet, "/admin/prompt",
+					url.Values{"target": {target}, "sender": {sender}, "text": {text}}, &v)
+			} else {
+				core, cerr := daemon.BuildCore(cfg, a.logger(cfg, levelWarn), nil)
+				if cerr != nil {
+					return cerr
+				}
+				defer core.Store.Close()
+				v, err = daemon.BuildPrompt(cmd.Context(), core.Agent, core.Personas, target, sender, text)
+				err = localErr(err)
+			}
 			if err != nil {
 				return err
 			}
-			defer core.Store.Close()
-			chatType := "direct"
-			if t.ThreadID != "" {
-				chatType = "thread"
-			}
-			req := agent.Request{SessionKey: t.String(), Text: text, Persona: core.Personas.Resolve(cmd.Context(), t),
-				Runtime: agent.Runtime{Channel: t.Channel, ChatType: chatType, SenderName: sender,
-					Formatting: daemon.FormattingHint(t.Channel)}}
-			system, runtime, err := core.Agent.Prompt(cmd.Context(), req)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(a.stdout, "# persona: %s   (generated %s)\n", req.Persona, time.Now().Format(time.DateTime))
-			for i, s := range system {
+			fmt.Fprintf(a.stdout, "# persona: %s   (generated %s)\n", v.Persona, time.Now().Format(time.DateTime))
+			for i, s := range v.System {
 				fmt.Fprintf(a.stdout, "\n===== system message %d =====\n%s\n", i+1, s)
 			}
-			fmt.Fprintf(a.stdout, "\n===== runtime block (sent with the user message) =====\n%s\n", runtime)
+			fmt.Fprintf(a.stdout, "\n===== runtime block (sent with the user message) =====\n%s\n", v.Runtime)
 			return nil
 		},
 	}

@@ -11,33 +11,41 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/switchboard-bot/switchboard/agent"
+	"github.com/switchboard-bot/switchboard/channels/console"
 	"github.com/switchboard-bot/switchboard/internal/daemon"
 )
 
 func (a *app) runCmd() *cobra.Command {
-	var dataDir, listen string
+	var listen string
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run the daemon (the default command)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := a.loadConfig()
+			cfg, note, err := a.loadConfigQuiet()
 			if err != nil {
 				return err
-			}
-			if dataDir != "" {
-				cfg.Bot.DataDir = dataDir
 			}
 			if listen != "" {
 				cfg.Server.Listen = listen
 			}
 			level := new(slog.LevelVar)
 			level.Set(cfg.Log.SlogLevel())
+			opts := daemon.Options{Config: cfg, LogLevel: level, Stdin: a.stdin, Stdout: a.stdout}
+			if cfg.Channels.Console.Enabled {
+				// Answers on stdout, logs on stderr, never tearing each other's
+				// lines; a prompt when stdin is a terminal.
+				tty := console.IsTerminal(a.stdin) && console.IsTerminal(a.stdout)
+				opts.ConsoleScreen = console.NewScreen(a.stdout, tty)
+				opts.ConsolePrompt = tty
+				a.stderr = opts.ConsoleScreen.Logs(a.stderr)
+			}
 			log := a.logger(cfg, level)
-			return a.serve(cmd.Context(), daemon.Options{Config: cfg, Logger: log, LogLevel: level, Stdin: a.stdin, Stdout: a.stdout}, log)
+			opts.Logger = log
+			log.Info(note, "data_dir", cfg.ResolvePath(cfg.Bot.DataDir))
+			return a.serve(cmd.Context(), opts, log)
 		},
 	}
-	cmd.Flags().StringVar(&dataDir, "data-dir", "", "override bot.data_dir")
 	cmd.Flags().StringVar(&listen, "listen", "", "override server.listen")
 	return cmd
 }
@@ -46,31 +54,45 @@ func (a *app) chatCmd() *cobra.Command {
 	var verbose bool
 	cmd := &cobra.Command{
 		Use:   "chat",
-		Short: "Chat with the bot in this terminal (console channel only)",
-		Args:  cobra.NoArgs,
+		Short: "Chat with the bot in this terminal (through the running daemon, if any)",
+		Long: `Chat with the bot in this terminal: the console chat console:local.
+
+With the daemon running, the chat goes through its admin API (server.listen)
+and the daemon answers; otherwise chat runs the bot with the console channel
+only. Ctrl-D quits. Ctrl-C quits too: through the daemon it stops an answer in
+progress at once; without it, it waits up to 10s for the answer and says so, and
+a second Ctrl-C cancels it. A canceled question is not answered later.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := a.loadConfig()
+			cfg, remote, err := a.locate()
 			if err != nil {
 				return err
+			}
+			if remote != nil { // the daemon runs: chat in its console
+				return a.remoteChat(cmd.Context(), cfg, remote)
 			}
 			cfg.Server.Listen = "" // a running daemon may hold the port
 			level := slog.LevelWarn
 			if verbose {
 				level = cfg.Log.SlogLevel()
 			}
+			screen := console.NewScreen(a.stdout, console.IsTerminal(a.stdin) && console.IsTerminal(a.stdout))
+			a.stderr = screen.Logs(a.stderr) // warnings never tear an answer line
 			log := a.logger(cfg, level)
 			fmt.Fprintf(a.stdout, "Chatting with %s (model %s). Type /help for commands, Ctrl-D or Ctrl-C to quit.\n", cfg.Bot.Name, cfg.LLM.Model)
 			return a.serve(cmd.Context(), daemon.Options{Config: cfg, Logger: log, Stdin: a.stdin, Stdout: a.stdout,
-				OnlyConsole: true, ConsolePrompt: true, QuitOnEOF: true}, log)
+				OnlyConsole: true, ConsolePrompt: true, QuitOnEOF: true, ConsoleScreen: screen}, log)
 		},
 	}
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log at the configured level instead of warnings only")
 	return cmd
 }
 
-// serve builds and runs the daemon until SIGINT/SIGTERM.
+// serve builds and runs the daemon until SIGINT/SIGTERM (see interrupts).
 func (a *app) serve(ctx context.Context, opts daemon.Options, log *slog.Logger) error {
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sigs, stop := notifyStop()
 	defer stop()
 	if msg := modelSetupHint(opts.Config.LLM.BaseURL, opts.Config.LLM.APIKey.IsSet()); msg != "" {
 		log.Warn(msg)
@@ -79,6 +101,9 @@ func (a *app) serve(ctx context.Context, opts daemon.Options, log *slog.Logger) 
 	if err != nil {
 		return err
 	}
+	done := make(chan struct{})
+	defer close(done)
+	go a.interrupts(sigs, done, d, opts.ConsoleScreen, cancel)
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)

@@ -26,8 +26,7 @@ func freePort(t *testing.T) string {
 }
 
 // Issue 9: with the daemon running (and holding the database), the CLI talks
-// to it through the local admin endpoint: status, jobs, pairing; store-only
-// commands explain that the daemon holds the file.
+// to it through the local admin endpoint: status, jobs, pairing, sessions.
 func TestCLIAgainstRunningDaemon(t *testing.T) {
 	llm := fakellm.Start(t, fakellm.Echo())
 	addr := freePort(t)
@@ -99,8 +98,9 @@ server:
 		t.Fatalf("pairing approve of an unknown code: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 
+	// Issue 14: store commands go through the daemon too (remote_test.go).
 	r = runBin(t, env, "--config", cfg, "sessions", "list")
-	if r.code == 0 || !strings.Contains(r.stderr, "daemon is running") {
+	if r.code != 0 || !strings.Contains(r.stdout, "no sessions yet") {
 		t.Fatalf("sessions list while running: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/url"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -20,6 +22,9 @@ func (a *app) openStore() (*memory.Store, *config.Config, error) {
 	cfg, err := a.loadConfig()
 	if err != nil {
 		return nil, nil, err
+	}
+	if err := requireData(cfg); err != nil {
+		return nil, cfg, err
 	}
 	st, err := daemon.OpenStore(cfg, nil)
 	if errors.Is(err, memory.ErrInUse) {
@@ -45,7 +50,7 @@ func (a *app) sessionsCmd() *cobra.Command {
 		Short: "List sessions, newest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.withStore(func(st *memory.Store) error { return a.listSessions(cmd.Context(), st) })
+			return a.listSessions(cmd.Context())
 		},
 	})
 	var archives bool
@@ -54,7 +59,7 @@ func (a *app) sessionsCmd() *cobra.Command {
 		Short: "Print a session's conversation (--archives: also the ones before each /reset)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withStore(func(st *memory.Store) error { return a.showSession(cmd.Context(), st, args[0], archives) })
+			return a.showSession(cmd.Context(), args[0], archives)
 		},
 	}
 	show.Flags().BoolVar(&archives, "archives", false, "also print archived conversations")
@@ -63,6 +68,13 @@ func (a *app) sessionsCmd() *cobra.Command {
 		Short: "Write a session (with its archives) as JSON to stdout",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			_, remote, err := a.locate()
+			if err != nil {
+				return err
+			}
+			if remote != nil {
+				return remote.copyTo(cmd.Context(), "/admin/sessions/export", url.Values{"key": {args[0]}}, a.stdout)
+			}
 			return a.withStore(func(st *memory.Store) error { return st.ExportSession(cmd.Context(), args[0], a.stdout) })
 		},
 	}, &cobra.Command{
@@ -70,6 +82,18 @@ func (a *app) sessionsCmd() *cobra.Command {
 		Short: "Start a fresh conversation in a session (the old one is archived)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			_, remote, err := a.locate()
+			if err != nil {
+				return err
+			}
+			if remote != nil {
+				var msg string
+				if err := remote.call(cmd.Context(), http.MethodPost, "/admin/sessions/reset", url.Values{"key": {args[0]}}, &msg); err != nil {
+					return err
+				}
+				fmt.Fprintln(a.stdout, msg)
+				return nil
+			}
 			return a.withStore(func(st *memory.Store) error {
 				if err := st.ResetSession(cmd.Context(), args[0]); err != nil {
 					return err
@@ -82,8 +106,20 @@ func (a *app) sessionsCmd() *cobra.Command {
 	return cmd
 }
 
-func (a *app) listSessions(ctx context.Context, st *memory.Store) error {
-	list, err := st.ListSessions(ctx)
+func (a *app) listSessions(ctx context.Context) error {
+	_, remote, err := a.locate()
+	if err != nil {
+		return err
+	}
+	var list []memory.SessionMeta
+	if remote != nil {
+		err = remote.call(ctx, http.MethodGet, "/admin/sessions", nil, &list)
+	} else {
+		err = a.withStore(func(st *memory.Store) error {
+			list, err = st.ListSessions(ctx)
+			return err
+		})
+	}
 	if err != nil {
 		return err
 	}
@@ -100,35 +136,37 @@ func (a *app) listSessions(ctx context.Context, st *memory.Store) error {
 	return tw.Flush()
 }
 
-func (a *app) showSession(ctx context.Context, st *memory.Store, key string, archives bool) error {
-	meta, ok, err := st.Session(ctx, key)
+func (a *app) showSession(ctx context.Context, key string, archives bool) error {
+	_, remote, err := a.locate()
 	if err != nil {
 		return err
 	}
-	if !ok {
-		return usageErr(fmt.Errorf("no session %q (see `switchboard sessions list`)", key))
+	var v daemon.SessionView
+	if remote != nil {
+		form := url.Values{"key": {key}}
+		if archives {
+			form.Set("archives", "1")
+		}
+		err = remote.call(ctx, http.MethodGet, "/admin/sessions/show", form, &v)
+	} else {
+		err = a.withStore(func(st *memory.Store) error {
+			v, err = daemon.ViewSession(ctx, st, key, archives)
+			return localErr(err)
+		})
 	}
+	if err != nil {
+		return err
+	}
+	meta := v.Meta
 	fmt.Fprintf(a.stdout, "session %s — %d turns, %d tokens, persona %s\n", meta.Key, meta.Turns, meta.Usage.TotalTokens, orDash(meta.Persona))
 	if archives {
-		infos, err := st.ArchivedSessions(ctx, key)
-		if err != nil {
-			return err
-		}
-		for _, info := range infos {
-			arc, err := st.LoadArchive(ctx, key, info.ID)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(a.stdout, "\n=== archived %s (%s)\n", info.ID, info.Archived.Local().Format(time.DateTime))
+		for _, arc := range v.Archives {
+			fmt.Fprintf(a.stdout, "\n=== archived %s (%s)\n", arc.ID, arc.Archived.Local().Format(time.DateTime))
 			a.printTurns(arc.Turns)
 		}
 		fmt.Fprintln(a.stdout, "\n=== current")
 	}
-	turns, err := st.SessionTurns(ctx, key)
-	if err != nil {
-		return err
-	}
-	a.printTurns(turns)
+	a.printTurns(v.Turns)
 	return nil
 }
 

@@ -3,6 +3,8 @@ package chaos
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/switchboard-bot/switchboard/internal/loadtest"
+	"github.com/switchboard-bot/switchboard/internal/testkit/fakellm"
 	"github.com/switchboard-bot/switchboard/memory"
 )
 
@@ -262,5 +265,163 @@ func TestDiskFullNoLossNoCorruption(t *testing.T) {
 		if n := strings.Count(joined, loadtest.Token(chat, seq)); n > 1 {
 			t.Errorf("history holds %s %d times, want at most once: %q", loadtest.Token(chat, seq), n, users)
 		}
+	}
+}
+
+// TestDiskFullTenMessagesAllAnswered (issue 13): ten messages were accepted
+// and their turns are running when the data dir's file system fills up. Each
+// answer is long, so committing the turn needs new database pages the full
+// disk refuses: the turns cannot be committed and their answers not recorded
+// in the outbox. None of the ten may be cleared unanswered. While writes fail
+// /readyz says the store is the problem and the metric shows it; once space
+// is freed every one of the ten is answered with its real answer, exactly
+// once, without a restart, and /readyz and the metric recover.
+func TestDiskFullTenMessagesAllAnswered(t *testing.T) {
+	if testing.Short() {
+		t.Skip("chaos: runs the daemon binary")
+	}
+	mnt := mountTmpfs(t, "8m")
+	data := filepath.Join(mnt, "data")
+	pad := strings.Repeat("lorem ipsum dolor sit amet ", 400) // ~11 KB per answer
+	const think = 1500 * time.Millisecond                     // model latency: the disk fills meanwhile
+	r := newRig(t, loadtest.ModelOptions{Delay: think, Responder: func(req *fakellm.Request) fakellm.Response {
+		return fakellm.Response{Content: "echo: " + req.LastUserText() + "\n\n" + pad}
+	}}, loadtest.ConfigOptions{DataDir: data})
+	r.start()
+	readyz := func() (int, string) {
+		resp, err := http.Get("http://" + r.addr + "/readyz")
+		if err != nil {
+			t.Fatalf("GET /readyz: %v", err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	warm := r.p.Expect(loadtest.Token(0, 0))
+	r.p.Say(0, loadtest.Token(0, 0))
+	select {
+	case <-warm:
+	case <-time.After(15 * time.Second):
+		t.Fatal("no reply before the disk filled")
+	}
+
+	// Ten messages on ten Telegram chats; once all ten turns wait for the
+	// model, the disk fills.
+	var toks []string
+	waits := map[string]<-chan time.Time{}
+	for i := range 10 {
+		chat := 3 * (i + 1) // Telegram chats
+		tok := loadtest.Token(chat, 1)
+		toks = append(toks, tok)
+		waits[tok] = r.p.Expect(tok)
+		r.p.Say(chat, tok)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) && r.p.LLM.RequestCount() < 11 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := r.p.LLM.RequestCount(); n < 11 {
+		t.Fatalf("only %d of the 10 turns started", n-1)
+	}
+	filler := filepath.Join(mnt, "filler")
+	f, err := os.Create(filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(block); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("filling the disk: %v", err)
+			}
+			break
+		}
+	}
+	f.Close()
+
+	deadline = time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) && r.metric("switchboard_storage_healthy") != 0 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := r.metric("switchboard_storage_healthy"); got != 0 {
+		t.Fatalf("switchboard_storage_healthy = %v on a full disk, want 0\n%s", got, r.output())
+	}
+	if got := r.metric("switchboard_storage_write_failures_total"); got < 1 {
+		t.Errorf("switchboard_storage_write_failures_total = %v on a full disk", got)
+	}
+	if code, body := readyz(); code != http.StatusServiceUnavailable || !strings.Contains(body, "store") ||
+		!strings.Contains(body, "no space left on device") {
+		t.Errorf("/readyz on a full disk = %d %q, want 503 naming the store and the cause", code, body)
+	}
+	select {
+	case <-r.current().Done():
+		t.Fatalf("daemon died on a full disk:\n%s", r.output())
+	default:
+	}
+	if out := r.output(); strings.Count(out, "storage writes are failing") < 1 {
+		t.Errorf("no log line says the store cannot write:\n%s", out)
+	}
+
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	var lost []string
+	timeout := time.After(45 * time.Second)
+	for _, tok := range toks {
+		select {
+		case <-waits[tok]:
+		case <-timeout:
+			lost = append(lost, tok)
+		}
+	}
+	if len(lost) > 0 {
+		t.Fatalf("%d of 10 messages were never answered after space came back: %q\n%s", len(lost), lost, r.output())
+	}
+	time.Sleep(300 * time.Millisecond) // a duplicate would land now
+	t.Logf("model requests: %d; storage failures by op: accept %v, commit %v, delivery %v, clear %v", len(r.p.LLM.Requests()),
+		r.metric("switchboard_storage_write_failures_total", `op="accept message"`),
+		r.metric("switchboard_storage_write_failures_total", `op="commit turn"`),
+		r.metric("switchboard_storage_write_failures_total", `op="record delivery"`),
+		r.metric("switchboard_storage_write_failures_total", `op="clear inbox"`))
+	sightings := r.p.Sightings()
+	for _, tok := range toks {
+		// 0 is fine: a message that joined a running turn shows up when its
+		// streamed draft is edited into the final answer.
+		if n := sightings[tok].Creates; n > 1 {
+			t.Errorf("%s answered in %d messages, want exactly 1\n%s", tok, n, r.output())
+		}
+	}
+	deadline = time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		if code, _ := readyz(); code == http.StatusOK {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if code, body := readyz(); code != http.StatusOK {
+		t.Errorf("/readyz after space came back = %d %q, want 200", code, body)
+	}
+	if got := r.metric("switchboard_storage_healthy"); got != 1 {
+		t.Errorf("switchboard_storage_healthy = %v after space came back, want 1", got)
+	}
+	// The answers' later chunks are paced; let every session finish (and
+	// clear its inbox item) before stopping.
+	deadline = time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) && r.metric("switchboard_active_sessions") != 0 {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := r.current().Stop(10 * time.Second); err != nil {
+		t.Logf("daemon exit: %v", err)
+	}
+	st, err := memory.Open(filepath.Join(data, "switchboard.db"), memory.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.Check(); err != nil {
+		t.Fatalf("database corrupted after the disk filled: %v", err)
+	}
+	if pending, err := st.InboxPending(context.Background()); err != nil || len(pending) != 0 {
+		t.Errorf("inbox after every answer: %d items, %v", len(pending), err)
 	}
 }

@@ -16,16 +16,21 @@ import (
 )
 
 // Error is one problem in a configuration file. Its text is
-// "<file>:<line>: <message>" (or "<file>: <message>" when no line is known);
+// "<file>:<line>: <message>" ("<file>:<line>:<column>: …" when the column is
+// known, "<file>: <message>" when no line is known);
 // the message names the dotted key path. Errors never contain a secret.
 type Error struct {
 	File string
 	Line int    // 0 when unknown
+	Col  int    // column on Line, 0 when unknown
 	Key  string // dotted key path, e.g. "channels.telegram.token"; "" for syntax errors
 	Msg  string
 }
 
 func (e *Error) Error() string {
+	if e.Line > 0 && e.Col > 0 {
+		return e.File + ":" + strconv.Itoa(e.Line) + ":" + strconv.Itoa(e.Col) + ": " + e.Msg
+	}
 	if e.Line > 0 {
 		return e.File + ":" + strconv.Itoa(e.Line) + ": " + e.Msg
 	}
@@ -130,12 +135,12 @@ func parseYAML(file string, data []byte) (root *yaml.Node, err error) {
 		if errors.Is(err, io.EOF) {
 			return nil, nil
 		}
-		return nil, yamlError(file, err)
+		return nil, yamlError(file, data, err)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		if err != nil {
-			return nil, yamlError(file, err)
+			return nil, yamlError(file, data, err)
 		}
 		return nil, &Error{File: file, Line: extra.Line, Msg: "a second YAML document is not allowed (remove the \"---\")"}
 	}
@@ -152,13 +157,19 @@ func parseYAML(file string, data []byte) (root *yaml.Node, err error) {
 	return n, nil
 }
 
-func yamlError(file string, err error) error {
+func yamlError(file string, data []byte, err error) error {
 	msg := err.Error()
+	line := 0
 	if m := yamlLineErr.FindStringSubmatch(msg); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		return &Error{File: file, Line: line, Msg: "invalid YAML: " + m[2]}
+		line, _ = strconv.Atoi(m[1])
+		msg = m[2]
+	} else {
+		msg = strings.TrimPrefix(msg, "yaml: ")
 	}
-	return &Error{File: file, Msg: "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")}
+	if e := yamlHint(file, data, line, msg); e != nil {
+		return e
+	}
+	return &Error{File: file, Line: line, Msg: "invalid YAML: " + msg}
 }
 
 func resolveAlias(n *yaml.Node) *yaml.Node {

@@ -10,10 +10,26 @@
 //     the `yaml` struct tags) instead of yaml.Decoder.KnownFields, so every
 //     error names the file, the line, the dotted key path and, for unknown
 //     keys, the closest known key ("did you mean").
+//   - YAML syntax errors are placed where they start, not where the parser
+//     noticed them (yamlhint.go): a value whose opening quote is not closed on
+//     its line is reported at that line and column, a tab in the indentation
+//     at its line and column with a hint to use spaces; the parser's own words
+//     follow in parentheses.
+//   - Tool names in agent.tools must be built-in tools (BuiltinTools). Persona
+//     names cannot be checked here (the personas directory is not read by
+//     this package): internal/daemon.LoadPersonaSet checks them with
+//     Config.ErrorAt, so they too carry file:line, at validate, start and reload.
 //   - ${VAR} and ${VAR:-default} are expanded per scalar after YAML parsing,
 //     so a variable's value can never inject YAML. ":-" takes the default when
 //     the variable is unset or empty (as in POSIX shells). "$${" is a literal
 //     "${". Only the ${...} form expands; a lone "$" is kept as written.
+//   - Every URL-valued key (a key named "url" or ending in "_url": llm.base_url,
+//     the channels' api_url, gateway_url and webhook_url) is printed through
+//     RedactURL (internal/redact) by `config get`, the rendered YAML and
+//     validation errors: a user-info password and query parameters that look
+//     like credentials (key, api-key, token, secret, password, sig, …) show as
+//     "[redacted]". The daemon's status, doctor and log lines use the same
+//     helper.
 //   - Keys that hold secrets or endpoints default to the environment variable
 //     DESIGN §4 names (llm.api_key ← ${OPENAI_API_KEY}, channels.telegram.token
 //     ← ${TELEGRAM_BOT_TOKEN}, …) when the key is absent from the file, so a

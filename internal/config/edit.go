@@ -179,7 +179,7 @@ func newEditor(file string, data []byte, segs []seg, leaf reflect.Type, key stri
 	}
 	if root != nil {
 		if err := yaml.Unmarshal(data, &doc); err != nil {
-			return nil, yamlError(file, err)
+			return nil, yamlError(file, data, err)
 		}
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 || isNull(doc.Content[0]) {

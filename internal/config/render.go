@@ -156,7 +156,7 @@ func itemIndex(list reflect.Value, sel string) (int, error) {
 // Get returns the value at a dotted key ("llm.model",
 // "channels.telegram.mode", "jobs.daily.schedule", "agent.tools") as text:
 // scalars as themselves, durations in Go syntax, secrets as "[redacted]"
-// (or "" when unset), lists and sections as YAML. An unknown key is an
+// (or "" when unset), URLs through RedactURL, lists and sections as YAML. An unknown key is an
 // error that suggests the closest known one.
 func Get(c *Config, key string) (string, error) {
 	if c == nil {
@@ -166,7 +166,7 @@ func Get(c *Config, key string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("config get %s: %w", key, err)
 	}
-	n := toNode(v)
+	n := toNode(urlRedacted(key, v))
 	if n.Kind == yaml.ScalarNode {
 		return n.Value, nil
 	}
@@ -181,11 +181,21 @@ func Get(c *Config, key string) (string, error) {
 }
 
 // Redacted returns the whole configuration as nested maps keyed like
-// config.yaml (durations as "30s", secrets as "[redacted]" or ""), for
+// config.yaml (durations as "30s", secrets as "[redacted]" or "", URLs
+// through RedactURL), for
 // `switchboard config get` and `doctor`.
 func (c *Config) Redacted() map[string]any {
 	m, _ := toAny(reflect.ValueOf(c).Elem()).(map[string]any)
 	return m
+}
+
+// urlRedacted is v, or RedactURL of it when key names a URL (IsURLKey):
+// every rendering of the config prints URLs without their credentials.
+func urlRedacted(key string, v reflect.Value) reflect.Value {
+	if v.Kind() == reflect.String && v.Type() != secretType && IsURLKey(key) {
+		return reflect.ValueOf(RedactURL(v.String()))
+	}
+	return v
 }
 
 // RedactedYAML renders the whole configuration as YAML in config.yaml's key
@@ -245,7 +255,7 @@ func toAny(v reflect.Value) any {
 		names, index := yamlFields(v.Type())
 		m := make(map[string]any, len(names))
 		for _, n := range names {
-			m[n] = toAny(v.Field(index[n]))
+			m[n] = toAny(urlRedacted(n, v.Field(index[n])))
 		}
 		return m
 	case reflect.Slice:
@@ -277,7 +287,7 @@ func toNode(v reflect.Value) *yaml.Node {
 		n := &yaml.Node{Kind: yaml.MappingNode}
 		names, index := yamlFields(v.Type())
 		for _, name := range names {
-			n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: name}, toNode(v.Field(index[name])))
+			n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: name}, toNode(urlRedacted(name, v.Field(index[name]))))
 		}
 		return n
 	case reflect.Slice:

@@ -68,8 +68,17 @@ type Agent struct {
 	TokenBudget        int           `yaml:"token_budget"` // 0 = unlimited
 	MaxConcurrentTurns int           `yaml:"max_concurrent_turns"`
 	TurnTimeout        time.Duration `yaml:"turn_timeout"`
-	Tools              []string      `yaml:"tools"`
-	WebFetch           WebFetch      `yaml:"web_fetch"`
+	// MaxMessageChars caps one incoming message and MaxTurnChars the text of
+	// one turn (messages that arrived during a turn are merged into the next);
+	// longer text is cut, marked, and the user told.
+	MaxMessageChars int      `yaml:"max_message_chars"`
+	MaxTurnChars    int      `yaml:"max_turn_chars"`
+	Tools           []string `yaml:"tools"`
+	WebFetch        WebFetch `yaml:"web_fetch"`
+	// MaxAnswerChunks caps the platform messages one answer (streamed
+	// drafts, the final answer, job and heartbeat deliveries) may take; a
+	// longer answer is cut and ends with a "truncated" note.
+	MaxAnswerChunks int `yaml:"max_answer_chunks"`
 }
 
 // WebFetch configures the web_fetch tool.
@@ -257,6 +266,9 @@ func Default() *Config {
 			TokenBudget:        0,
 			MaxConcurrentTurns: 16,
 			TurnTimeout:        5 * time.Minute,
+			MaxMessageChars:    16000,
+			MaxTurnChars:       48000,
+			MaxAnswerChunks:    8,
 			Tools:              []string{"current_time", "web_fetch", "memory", "schedule", "send_message"},
 			WebFetch: WebFetch{
 				AllowDomains: []string{},

@@ -250,6 +250,9 @@ func (v *validator) agent() {
 	v.nonNegative("agent.token_budget", a.TokenBudget)
 	v.positive("agent.max_concurrent_turns", a.MaxConcurrentTurns)
 	v.positiveDur("agent.turn_timeout", a.TurnTimeout)
+	v.positive("agent.max_message_chars", a.MaxMessageChars)
+	v.positive("agent.max_turn_chars", a.MaxTurnChars)
+	v.positive("agent.max_answer_chunks", a.MaxAnswerChunks)
 	seen := map[string]bool{}
 	for i, t := range a.Tools {
 		key := fmt.Sprintf("agent.tools[%d]", i)
@@ -260,6 +263,7 @@ func (v *validator) agent() {
 		}
 		seen[t] = true
 	}
+	v.tools("agent.tools", a.Tools)
 	for i, d := range a.WebFetch.AllowDomains {
 		if d == "" || strings.ContainsAny(d, "/:@ \t") {
 			v.fail(fmt.Sprintf("agent.web_fetch.allow_domains[%d]", i), "%q must be a bare host name such as example.com (no scheme, port or path)", truncate(d, 60))
@@ -556,17 +560,8 @@ func checkURL(raw string, schemes ...string) error {
 	return nil
 }
 
-// redactURL hides userinfo (which may hold a password) in a URL for messages.
-func redactURL(raw string) string {
-	if u, err := url.Parse(raw); err == nil && u.User != nil {
-		u.User = url.User("redacted")
-		return u.String()
-	}
-	if i := strings.Index(raw, "@"); i >= 0 {
-		return "…" + raw[i:]
-	}
-	return raw
-}
+// redactURL is RedactURL (kept for the validator's call sites).
+func redactURL(raw string) string { return RedactURL(raw) }
 
 func sortedKeys(m map[string]string) []string {
 	keys := make([]string, 0, len(m))

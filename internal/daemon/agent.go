@@ -29,11 +29,16 @@ func BuildCore(cfg *config.Config, log *slog.Logger, client *http.Client) (*Core
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	set, err := loadPersonas(cfg, log)
+	if err != nil {
+		return nil, err
+	}
 	store, err := OpenStore(cfg, log)
 	if err != nil {
 		return nil, err
 	}
-	res := loadPersonas(cfg, store, log)
+	res := personas.NewResolver(store, set, log)
+	res.SetRules(cfg.Personas.ByTarget, cfg.Personas.ByChannel, cfg.Personas.Default)
 	reg, err := toolRegistry(cfg, store, log)
 	if err != nil {
 		store.Close()
@@ -48,28 +53,24 @@ func BuildCore(cfg *config.Config, log *slog.Logger, client *http.Client) (*Core
 }
 
 // loadPersonas writes the default persona files on first run and loads the
-// directory; a malformed file is logged with file:line and skipped.
-func loadPersonas(cfg *config.Config, store *memory.Store, log *slog.Logger) *personas.Resolver {
+// directory on top of the built-ins; a malformed file is logged with
+// file:line and skipped. A persona name or tool the config or a persona
+// file refers to that does not exist is an error (see LoadPersonaSet).
+func loadPersonas(cfg *config.Config, log *slog.Logger) (*personas.Set, error) {
 	dir := cfg.ResolvePath(cfg.Personas.Dir)
 	if written, err := personas.WriteDefaults(dir); err != nil {
 		log.Warn("could not write the default personas", "dir", dir, "err", err)
 	} else if len(written) > 0 {
 		log.Info("wrote the default personas", "dir", dir, "files", written)
 	}
-	set, errs := personas.Load(dir)
-	for _, err := range errs {
-		log.Warn("persona skipped", "err", err)
+	set, skipped, err := LoadPersonaSet(cfg, dir)
+	for _, e := range skipped {
+		log.Warn("persona skipped", "err", e)
 	}
-	if set.Len() == 0 {
-		log.Warn("no persona files loaded; using the built-in personas", "dir", dir)
-		set = personas.Builtin()
+	if err != nil {
+		return nil, err
 	}
-	for _, err := range set.CheckRules(cfg.Personas.ByTarget, cfg.Personas.ByChannel, cfg.Personas.Default) {
-		log.Warn("persona configuration", "err", err)
-	}
-	res := personas.NewResolver(store, set, log)
-	res.SetRules(cfg.Personas.ByTarget, cfg.Personas.ByChannel, cfg.Personas.Default)
-	return res
+	return set, nil
 }
 
 // AgentDeps are the agent's collaborators.

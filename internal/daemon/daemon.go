@@ -36,6 +36,10 @@ type Options struct {
 	Stdin         io.Reader
 	Stdout        io.Writer
 	ConsolePrompt bool
+	// ConsoleScreen, if set, is where the console writes (Stdout is then
+	// ignored); the caller's logger writes through ConsoleScreen.Logs so log
+	// lines never tear an answer line.
+	ConsoleScreen *console.Screen
 	// OnlyConsole runs the console channel alone (switchboard chat).
 	OnlyConsole bool
 	// QuitOnEOF stops the daemon when console input ends.
@@ -70,6 +74,7 @@ type Daemon struct {
 	handler  *channels.Handler
 	chans    []channels.Channel
 	opts     Options
+	term     *console.Terminal // the console: the terminal, or a headless one serving remote chats
 
 	mu     sync.Mutex
 	sups   map[string]*supervisor
@@ -81,6 +86,8 @@ type Daemon struct {
 	runCtx context.Context // channels' context while Run runs
 
 	reloadMu sync.Mutex // one reload at a time
+
+	localToken string // admin token for local CLI commands (admintoken.go); set before the HTTP server starts
 }
 
 // New opens the store and builds the agent, handler and channels. It does not
@@ -112,7 +119,9 @@ func New(ctx context.Context, o Options) (*Daemon, error) {
 		Agent:              &d.agent,
 		Access:             accessPolicy(cfg),
 		MaxConcurrentTurns: cfg.Agent.MaxConcurrentTurns,
-		Outbound:           channels.NewOutbound(core.Store, channels.OutboundOptions{Logger: o.Logger, Observer: d.metrics}),
+		MaxMessageChars:    cfg.Agent.MaxMessageChars,
+		MaxTurnChars:       cfg.Agent.MaxTurnChars,
+		Outbound:           channels.NewOutbound(core.Store, channels.OutboundOptions{Logger: o.Logger, Observer: d.metrics, MaxChunks: cfg.Agent.MaxAnswerChunks}),
 		Observer:           d.metrics,
 		Personas:           core.Personas,
 		Status:             d.statusFacts,
@@ -146,6 +155,10 @@ func New(ctx context.Context, o Options) (*Daemon, error) {
 	d.chans = append(chs, o.Channels...)
 	for _, ch := range d.chans {
 		d.handler.Register(ch)
+	}
+	if d.term == nil { // console disabled: still serve `switchboard chat` through the admin API
+		d.term = console.New(console.Options{Headless: true})
+		d.handler.Register(d.term)
 	}
 	return d, nil
 }
@@ -227,6 +240,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	var background sync.WaitGroup
 	background.Go(func() { d.watch(runCtx) })
 	background.Go(func() { d.prune(runCtx) })
+	background.Go(func() { d.probeStorage(runCtx) })
 	if err := d.sched.Start(runCtx); err != nil {
 		d.log.Error("start the scheduler", "err", err)
 	}
@@ -292,11 +306,12 @@ func (d *Daemon) buildChannels(ctx context.Context) ([]channels.Channel, error) 
 	cfg := d.config()
 	var out []channels.Channel
 	if cfg.Channels.Console.Enabled || d.opts.OnlyConsole {
-		co := console.Options{In: d.opts.Stdin, Out: d.opts.Stdout, Prompt: d.opts.ConsolePrompt}
+		co := console.Options{In: d.opts.Stdin, Out: d.opts.Stdout, Prompt: d.opts.ConsolePrompt, Screen: d.opts.ConsoleScreen}
 		if d.opts.QuitOnEOF {
 			co.OnEOF = d.Stop
 		}
-		out = append(out, console.New(co))
+		d.term = console.New(co)
+		out = append(out, d.term)
 	}
 	if d.opts.OnlyConsole {
 		return out, nil
@@ -348,6 +363,35 @@ func (d *Daemon) prune(ctx context.Context) {
 		}
 	}
 }
+
+// probeStorage lets the store's health (/readyz, metrics) recover while
+// writes were failing even when no message is waiting to be retried.
+func (d *Daemon) probeStorage(ctx context.Context) {
+	t := time.NewTicker(5 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			d.handler.ProbeStorage(ctx)
+		}
+	}
+}
+
+// consoleTerminal is the console channel (remote chats attach to it).
+func (d *Daemon) consoleTerminal() *console.Terminal { return d.term }
+
+// ShutdownGrace is how long running turns may finish at shutdown.
+func (d *Daemon) ShutdownGrace() time.Duration { return d.opts.ShutdownGrace }
+
+// Running is the number of chats with a turn running or queued.
+func (d *Daemon) Running() int { return d.handler.Stats().ActiveSessions }
+
+// Interrupt marks the shutdown as the operator's (Ctrl-C): turns canceled by
+// it are finished, not replayed at the next start. now cancels them at once
+// (a second Ctrl-C) instead of at the end of the grace period.
+func (d *Daemon) Interrupt(now bool) { d.handler.OperatorCancel(now) }
 
 // Stop asks Run to shut down; idempotent.
 func (d *Daemon) Stop() { d.quitMu.Do(func() { close(d.quit) }) }

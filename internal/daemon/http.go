@@ -22,6 +22,11 @@ func (d *Daemon) startHTTP() error {
 	if listen == "" {
 		return nil
 	}
+	d.localToken = d.writeLocalToken()
+	if cfg := d.config(); cfg.Server.AdminToken.Value() == "" && isLoopback(listen) && len(webhookModes(cfg)) > 0 {
+		d.log.Warn("admin endpoints need a token: a webhook mode is on, so requests may come through a reverse proxy; local CLI commands use "+AdminTokenFile+" in bot.data_dir, set server.admin_token for anything else",
+			"webhook", strings.Join(webhookModes(cfg), ", "))
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
@@ -37,6 +42,7 @@ func (d *Daemon) startHTTP() error {
 	mux.Handle("POST /admin/pairing/approve", d.admin(http.HandlerFunc(d.servePairingApprove)))
 	mux.Handle("GET /admin/jobs", d.admin(http.HandlerFunc(d.serveJobs)))
 	mux.Handle("POST /admin/jobs/{action}", d.admin(http.HandlerFunc(d.serveJobAction)))
+	d.registerAdminAPI(mux, d.admin)
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s (server.listen): %w", listen, err)
@@ -65,14 +71,18 @@ func (d *Daemon) stopHTTP() {
 	_ = srv.Shutdown(ctx)
 }
 
-// serveReady answers 200 when the store is open and every channel is
-// connected, 503 with the reasons otherwise.
+// serveReady answers 200 when the store is open and writes, and every channel
+// is connected; 503 with the reasons otherwise. While store writes fail (disk
+// full) messages stay pending and are retried, and /readyz says why.
 func (d *Daemon) serveReady(w http.ResponseWriter, _ *http.Request) {
 	var problems []string
 	select {
 	case <-d.ready:
 	default:
 		problems = append(problems, "starting")
+	}
+	if sh := d.handler.StorageHealth(); !sh.OK {
+		problems = append(problems, "store: writes failing since "+sh.Since.UTC().Format(time.RFC3339)+": "+sh.Reason)
 	}
 	states := d.ChannelStates()
 	names := make([]string, 0, len(states))
@@ -92,15 +102,24 @@ func (d *Daemon) serveReady(w http.ResponseWriter, _ *http.Request) {
 	fmt.Fprintln(w, "ready")
 }
 
-// admin guards admin endpoints: on a loopback address they are open to local
-// processes; anywhere else they need server.admin_token as a bearer token.
+// admin guards admin endpoints: a bearer token (server.admin_token or the
+// local admin.token) always works; without one only a direct request from a
+// loopback peer is let in, and only when tokenlessAdmin allows it
+// (adminauth.go).
 func (d *Daemon) admin(next http.Handler) http.Handler {
 	token := d.config().Server.AdminToken.Value()
-	loopback := isLoopback(d.config().Server.Listen)
+	tokenless := tokenlessAdmin(d.config())
+	local := d.localToken
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !loopback || token != "" {
+		if !tokenless || !fromLoopbackPeer(r) || viaProxy(r) {
 			got := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if token == "" || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
+			okToken := token != "" && subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1
+			okLocal := local != "" && subtle.ConstantTimeCompare([]byte(got), []byte(local)) == 1
+			if !okToken && !okLocal {
+				if tokenless && viaProxy(r) {
+					http.Error(w, "admin endpoints are not served through a proxy without a token: set server.admin_token (Authorization: Bearer …)", http.StatusForbidden)
+					return
+				}
 				http.Error(w, "admin endpoints need server.admin_token (Authorization: Bearer …)", http.StatusUnauthorized)
 				return
 			}

@@ -13,7 +13,6 @@ import (
 	"github.com/switchboard-bot/switchboard/agent"
 	"github.com/switchboard-bot/switchboard/internal/config"
 	"github.com/switchboard-bot/switchboard/memory"
-	"github.com/switchboard-bot/switchboard/personas"
 )
 
 // agentRef lets a reload swap the agent under the handler and the scheduler.
@@ -67,6 +66,9 @@ func (d *Daemon) Reload(ctx context.Context, who string) (ReloadResult, error) {
 	defer d.reloadMu.Unlock()
 	old := d.config()
 	next, err := config.Load(old.Path)
+	if err == nil {
+		_, _, err = LoadPersonaSet(next, next.ResolvePath(old.Personas.Dir))
+	}
 	if err != nil {
 		err = fmt.Errorf("config rejected, the running config stays: %w", err)
 		d.log.Error("reload", "by", who, "err", err)
@@ -127,7 +129,7 @@ func (d *Daemon) apply(ctx context.Context, old, next *config.Config) (ReloadRes
 	}
 
 	// Personas are re-read on every reload (the directory may have changed alone).
-	set, perrs := personas.Load(next.ResolvePath(old.Personas.Dir))
+	set, perrs, _ := LoadPersonaSet(next, next.ResolvePath(old.Personas.Dir)) // checked in Reload
 	res.PersonaErrors = perrs
 	res.PersonasLoaded = set.Len()
 	if set.Len() > 0 {
@@ -148,6 +150,8 @@ func (d *Daemon) apply(ctx context.Context, old, next *config.Config) (ReloadRes
 	}
 	if newAgent != nil {
 		d.agent.p.Store(newAgent)
+		d.handler.SetInputLimits(next.Agent.MaxMessageChars, next.Agent.MaxTurnChars)
+		d.handler.Outbound().SetMaxChunks(next.Agent.MaxAnswerChunks)
 		res.Changed = append(res.Changed, "llm/agent")
 	}
 	if changed(old.Heartbeat, next.Heartbeat) {

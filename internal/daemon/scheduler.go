@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -52,18 +51,12 @@ func (d *Daemon) buildScheduler(core *Core) error {
 	return registerEnabled(d.config(), core.Tools, sched.SendMessageTool(d.sendAllowed))
 }
 
-// sendAllowed lets send_message reach the chat it runs in, any target a
-// job delivers to, and the chats listed in access.allow_from or bot.admins.
-func (d *Daemon) sendAllowed(_ context.Context, ci agent.CallInfo, target string) bool {
-	if target == ci.SessionKey {
-		return true
-	}
-	for _, j := range d.config().Jobs {
-		if j.Name == ci.JobName && slices.Contains(j.DeliverTo, target) {
-			return true
-		}
-	}
-	return slices.Contains(d.config().Access.AllowFrom, target) || slices.Contains(d.config().Bot.Admins, target)
+// sendAllowed is send_message's rule (heartbeat.TurnMayReach): a chat turn
+// reaches only its own chat, a job's turn only the job's deliver_to. Being
+// listed in access.allow_from or bot.admins does not make a chat reachable
+// from other chats' turns.
+func (d *Daemon) sendAllowed(ctx context.Context, ci agent.CallInfo, target string) bool {
+	return heartbeat.TurnMayReach(ctx, d.sched.Jobs(), ci, target)
 }
 
 // alertAdmins tells every admin reachable as a chat target (and always the log).

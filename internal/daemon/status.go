@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/internal/config"
 )
 
 // statusFacts are the daemon's lines of /status: channels and their health,
@@ -31,7 +32,7 @@ func (d *Daemon) statusFacts(ctx context.Context) string {
 		}
 		b.WriteString("\n")
 	}
-	endpoint := d.config().LLM.BaseURL
+	endpoint := config.RedactURL(d.config().LLM.BaseURL) // never the URL's credentials
 	if endpoint == "" {
 		endpoint = "OpenAI"
 	}

@@ -274,14 +274,17 @@ func (d *doctor) checkDatabase() Result {
 }
 
 func (d *doctor) corruptResult(path string, err error) Result {
+	var ce *memory.CorruptError
+	if errors.As(err, &ce) { // from Open: list the problems, not Open's summary
+		err = ce.Detail
+	}
 	details := errorLines(err)
 	if len(details) > 10 {
 		details = append(details[:10], fmt.Sprintf("… and %d more", len(details)-10))
 	}
 	return Result{Name: CheckDatabase, Status: StatusFail,
 		Finding: fmt.Sprintf("%s is damaged or not a switchboard database", path),
-		Fix: fmt.Sprintf("stop switchboard, then move the file aside to start fresh (mv %s %s.corrupt-%s) or restore it from a backup",
-			path, path, d.opts.Now().Format("20060102")),
+		Fix:     memory.FixCorrupt(path, d.opts.Now()), // the same fix `run` refuses to start with
 		Details: details}
 }
 

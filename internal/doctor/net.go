@@ -17,6 +17,8 @@ import (
 	"github.com/go-telegram/bot"
 	"github.com/sashabaranov/go-openai"
 	"github.com/slack-go/slack"
+
+	"github.com/switchboard-bot/switchboard/internal/config"
 )
 
 // Default endpoints, as the client libraries use them.
@@ -354,14 +356,13 @@ func rootCause(err error) error {
 	}
 }
 
-// redactURL drops user info, query and fragment (where credentials hide).
+// redactURL is config.RedactURL: credentials in user info and query become
+// "[redacted]".
 func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
+	if raw == "" {
 		return "the configured URL"
 	}
-	u.User, u.RawQuery, u.Fragment = nil, "", ""
-	return u.String()
+	return config.RedactURL(raw)
 }
 
 // oneLine keeps a server or library message to one short line.

@@ -196,6 +196,7 @@ type ConfigOptions struct {
 	SlackHTTP          bool
 	TelegramWebhookURL string
 	Extra              string // appended YAML (top-level keys not written above)
+	MaxAnswerChunks    int    // agent.max_answer_chunks; 0 = the daemon's default
 }
 
 // TelegramWebhookSecret is the webhook secret handed to the daemon.
@@ -245,6 +246,10 @@ func (p *Platforms) WriteConfig(dir string, o ConfigOptions) (string, error) {
 	if len(o.Tools) == 0 {
 		o.Tools = []string{"current_time"}
 	}
+	answerChunks := ""
+	if o.MaxAnswerChunks > 0 {
+		answerChunks = fmt.Sprintf("\n  max_answer_chunks: %d", o.MaxAnswerChunks)
+	}
 	slackMode, tgMode := "socket", "polling"
 	if o.SlackHTTP {
 		slackMode = "http"
@@ -266,7 +271,7 @@ llm:
   tool_protocol: native
 agent:
   max_concurrent_turns: %d
-  tools: %s
+  tools: %s%s
 access:
   mode: %s
   allow_from: %s
@@ -300,7 +305,7 @@ server:
 log:
   level: %s
   format: text
-%s`, o.DataDir, list(o.Admins), p.LLM.URL, o.MaxConcurrentTurns, list(o.Tools), o.AccessMode, list(o.AllowFrom),
+%s`, o.DataDir, list(o.Admins), p.LLM.URL, o.MaxConcurrentTurns, list(o.Tools), answerChunks, o.AccessMode, list(o.AllowFrom),
 		p.TelegramTap.URL(), tgMode, o.TelegramWebhookURL, p.DiscordTap.URL(), p.Discord.GatewayURL(),
 		slackMode, p.SlackTap.URL()+"/api/", o.Listen, o.LogLevel, o.Extra)
 	path := filepath.Join(dir, "config.yaml")

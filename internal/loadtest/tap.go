@@ -102,32 +102,26 @@ func (t *Tap) Close() {
 	t.srv.Close()
 }
 
-type statusRecorder struct {
-	http.ResponseWriter
+// sendRecorder buffers the answer to a send call (a small JSON object) so
+// the tap can record it before the client sees it.
+type sendRecorder struct {
+	header http.Header
 	status int
-	body   *bytes.Buffer // kept for send calls (small JSON answers)
+	body   bytes.Buffer
 }
 
-func (s *statusRecorder) WriteHeader(code int) {
-	s.status = code
-	s.ResponseWriter.WriteHeader(code)
-}
+func (s *sendRecorder) Header() http.Header         { return s.header }
+func (s *sendRecorder) WriteHeader(code int)        { s.status = code }
+func (s *sendRecorder) Write(p []byte) (int, error) { return s.body.Write(p) }
 
-func (s *statusRecorder) Write(p []byte) (int, error) {
-	if s.body != nil {
-		s.body.Write(p)
+// flushTo writes the buffered answer to w.
+func (s *sendRecorder) flushTo(w http.ResponseWriter) {
+	for k, v := range s.header {
+		w.Header()[k] = v
 	}
-	return s.ResponseWriter.Write(p)
+	w.WriteHeader(s.status)
+	_, _ = w.Write(s.body.Bytes())
 }
-
-func (s *statusRecorder) Flush() {
-	if f, ok := s.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-// Unwrap lets http.ResponseController reach the hijacker (WebSocket upgrades).
-func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 var errDropped = errors.New("loadtest: connection dropped")
 
@@ -169,8 +163,13 @@ func (t *Tap) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK, body: &bytes.Buffer{}}
+	// The answer of a send call is held back until the sighting is recorded:
+	// a client that has its answer can rely on Sightings including it (the
+	// flake of TestTapCountsDistinctPlatformMessages: recording after the
+	// answer had gone out raced the test's next look).
+	rec := &sendRecorder{header: http.Header{}, status: http.StatusOK}
 	t.proxy.ServeHTTP(rec, r)
+	defer rec.flushTo(w)
 	if rec.status/100 != 2 {
 		return
 	}

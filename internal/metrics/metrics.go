@@ -5,6 +5,7 @@ package metrics
 
 import (
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -30,6 +31,8 @@ type Metrics struct {
 	toolErrors   *prometheus.CounterVec
 	deliveries   *prometheus.CounterVec
 	scheduleRuns *prometheus.CounterVec
+	storageFails *prometheus.CounterVec
+	storageOK    prometheus.Gauge
 }
 
 // New creates the metrics on a fresh registry (with Go and process collectors).
@@ -61,9 +64,14 @@ func New() *Metrics {
 			Help: "Delivery outcomes beyond plain success: retried, failed, resent (after a crash mid-send)."}, []string{"outcome"}),
 		scheduleRuns: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchboard_scheduled_runs_total",
 			Help: "Heartbeat greetings and job runs, by kind and status."}, []string{"kind", "status"}),
+		storageFails: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchboard_storage_write_failures_total",
+			Help: "Failed writes to the data store (disk full, read-only, I/O error), by operation; each retry counts."}, []string{"op"}),
+		storageOK: prometheus.NewGauge(prometheus.GaugeOpts{Name: "switchboard_storage_healthy",
+			Help: "1 while writes to the data store work, 0 while they fail (messages then stay pending and are retried)."}),
 	}
+	m.storageOK.Set(1)
 	reg.MustRegister(m.messagesIn, m.dropped, m.messagesOut, m.turns, m.turnSeconds, m.modelCalls, m.tokens,
-		m.toolCalls, m.toolErrors, m.deliveries, m.scheduleRuns)
+		m.toolCalls, m.toolErrors, m.deliveries, m.scheduleRuns, m.storageFails, m.storageOK)
 	return m
 }
 
@@ -123,4 +131,31 @@ func (m *Metrics) TurnDone(channel string, res agent.Result, err error, d time.D
 // ScheduledRun counts a heartbeat greeting or job run.
 func (m *Metrics) ScheduledRun(kind, status string) {
 	m.scheduleRuns.WithLabelValues(kind, status).Inc()
+}
+
+// StorageFailure counts a failed write to the data store. op is the kind of
+// write; a turn id or similar suffix after the first word group is dropped so
+// the label set stays small.
+func (m *Metrics) StorageFailure(op string) {
+	m.storageFails.WithLabelValues(storageOpLabel(op)).Inc()
+}
+
+// StorageHealthy sets switchboard_storage_healthy.
+func (m *Metrics) StorageHealthy(ok bool) {
+	if ok {
+		m.storageOK.Set(1)
+		return
+	}
+	m.storageOK.Set(0)
+}
+
+// storageOpLabel maps "commit turn in-42" to "commit turn": labels must not
+// carry ids.
+func storageOpLabel(op string) string {
+	for _, known := range []string{"accept message", "commit turn", "record delivery", "clear inbox", "save pairing request", "probe write"} {
+		if strings.HasPrefix(op, known) {
+			return known
+		}
+	}
+	return "other"
 }

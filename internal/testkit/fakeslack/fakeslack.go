@@ -366,6 +366,30 @@ func (s *Server) Posts() []Post { return s.filterPosts("chat.postMessage", "") }
 // Posted returns the chat.postMessage calls to one channel.
 func (s *Server) Posted(channel string) []Post { return s.filterPosts("chat.postMessage", channel) }
 
+// Messages returns the bot's messages in channel as they read now: each
+// chat.postMessage, oldest first, with Text replaced by its last chat.update.
+func (s *Server) Messages(channel string) []Post {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Post
+	at := map[string]int{}
+	for _, p := range s.posts {
+		if p.Channel != channel {
+			continue
+		}
+		switch p.Method {
+		case "chat.postMessage":
+			at[p.TS] = len(out)
+			out = append(out, p)
+		case "chat.update":
+			if i, ok := at[p.TS]; ok {
+				out[i].Text = p.Text
+			}
+		}
+	}
+	return out
+}
+
 // Updates returns every chat.update call, in order.
 func (s *Server) Updates() []Post { return s.filterPosts("chat.update", "") }
 

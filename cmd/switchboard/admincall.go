@@ -1,0 +1,57 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/switchboard-bot/switchboard/internal/config"
+)
+
+// daemonDown turns a failed connection to the admin endpoint into one
+// sentence: the usual cause is that the daemon is not running.
+func daemonDown(host string, err error) error {
+	var op *net.OpError
+	if errors.Is(err, syscall.ECONNREFUSED) || (errors.As(err, &op) && op.Op == "dial") {
+		return fmt.Errorf("the daemon is not running: nothing answers at %s (start it with `switchboard run`, or check server.listen)", host)
+	}
+	return fmt.Errorf("could not reach the daemon at %s: %w", host, err)
+}
+
+// daemonRefused explains a non-200 answer of the admin endpoint. A 4xx is
+// about the request (an unknown job or code): the operator's mistake, exit 2,
+// told in the daemon's own words.
+func daemonRefused(status int, body []byte) error {
+	text := strings.TrimSpace(string(body))
+	if len(text) > 300 {
+		text = text[:300] + "…"
+	}
+	switch {
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return fmt.Errorf("the daemon refused the admin request: %s", text)
+	case status >= 400 && status < 500:
+		if text == "" {
+			text = http.StatusText(status)
+		}
+		return usageErr(errors.New(text))
+	}
+	return fmt.Errorf("the daemon failed (%s): %s", http.StatusText(status), text)
+}
+
+// adminToken is server.admin_token, else the token the daemon wrote to
+// <data_dir>/admin.token (readable only by its user) for local commands.
+func adminToken(cfg *config.Config) string {
+	if tok := cfg.Server.AdminToken.Value(); tok != "" {
+		return tok
+	}
+	data, err := os.ReadFile(filepath.Join(cfg.ResolvePath(cfg.Bot.DataDir), "admin.token"))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(data))
+}

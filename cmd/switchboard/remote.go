@@ -1,0 +1,147 @@
+package main
+
+// One helper decides where a CLI command runs: locate. While the daemon runs
+// it holds the database, and the command goes through its loopback admin API
+// (server.listen; server.admin_token when set); otherwise the command opens
+// the store directly.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/switchboard-bot/switchboard/internal/config"
+	"github.com/switchboard-bot/switchboard/internal/daemon"
+	"github.com/switchboard-bot/switchboard/memory"
+)
+
+// daemonClient talks to the running daemon's admin API.
+type daemonClient struct {
+	base  string // http://host:port
+	token string
+	http  *http.Client
+}
+
+// locate loads the config and decides where the command runs: remote is the
+// running daemon's admin API, or nil when no daemon holds the store (the
+// command then opens it itself).
+func (a *app) locate() (*config.Config, *daemonClient, error) {
+	cfg, err := a.loadConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	if requireData(cfg) != nil {
+		return cfg, nil, nil // no database: no daemon holds it, and probing must not create it
+	}
+	st, err := daemon.OpenStore(cfg, nil)
+	switch {
+	case errors.Is(err, memory.ErrInUse):
+		c, cerr := newDaemonClient(cfg)
+		if cerr != nil {
+			return cfg, nil, fmt.Errorf("%w\nthe daemon is running and holds %s, and %v", err, cfg.DBPath(), cerr)
+		}
+		return cfg, c, nil
+	case err != nil:
+		return cfg, nil, err
+	}
+	if err := st.Close(); err != nil {
+		return cfg, nil, err
+	}
+	return cfg, nil, nil
+}
+
+func newDaemonClient(cfg *config.Config) (*daemonClient, error) {
+	if cfg.Server.Listen == "" {
+		return nil, errors.New("server.listen is empty: it has no admin API to ask (set server.listen, restart the daemon)")
+	}
+	host := cfg.Server.Listen
+	if strings.HasPrefix(host, "0.0.0.0:") || strings.HasPrefix(host, "[::]:") || strings.HasPrefix(host, ":") {
+		host = "127.0.0.1:" + host[strings.LastIndex(host, ":")+1:]
+	}
+	return &daemonClient{base: "http://" + host, token: adminToken(cfg), http: &http.Client{}}, nil
+}
+
+// maxAnswerBytes bounds what the CLI reads from one admin API answer.
+const maxAnswerBytes = 64 << 20
+
+// do sends one request; a non-200 answer is an error carrying the daemon's
+// explanation (see daemonRefused).
+func (c *daemonClient) do(ctx context.Context, method, path string, form url.Values) (*http.Response, error) {
+	var body io.Reader
+	target := c.base + path
+	if method == http.MethodGet && len(form) > 0 {
+		target += "?" + form.Encode()
+	} else if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequestWithContext(ctx, method, target, body)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("the daemon is running, but its admin API at %s did not answer: %w", c.base, err)
+	}
+	if resp.StatusCode == http.StatusOK {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	return nil, daemonRefused(resp.StatusCode, msg) // a 4xx is the operator's mistake: exit 2
+}
+
+// call sends one request and decodes the JSON answer into out.
+func (c *daemonClient) call(ctx context.Context, method, path string, form url.Values, out any) error {
+	resp, err := c.do(ctx, method, path, form)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxAnswerBytes)).Decode(out); err != nil {
+		return fmt.Errorf("decode the daemon's answer: %w", err)
+	}
+	return nil
+}
+
+// copyTo streams the answer's body to w (sessions export).
+func (c *daemonClient) copyTo(ctx context.Context, path string, form url.Values, w io.Writer) error {
+	resp, err := c.do(ctx, http.MethodGet, path, form)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(w, io.LimitReader(resp.Body, maxAnswerBytes))
+	return err
+}
+
+// localErr maps the shared daemon functions' errors to exit codes.
+func localErr(err error) error {
+	if errors.Is(err, daemon.ErrBadRequest) {
+		return usageErr(err)
+	}
+	return err
+}
+
+// sinceTime parses --since (e.g. 24h, 7d) into a time; zero when empty.
+func sinceTime(since string) (time.Time, error) {
+	if since == "" {
+		return time.Time{}, nil
+	}
+	d, err := config.ParseDuration(since)
+	if err != nil {
+		return time.Time{}, usageErr(fmt.Errorf("--since: %w", err))
+	}
+	return time.Now().Add(-d), nil
+}

@@ -1,0 +1,60 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// BuiltinTools returns the names of the built-in tools, the names
+// agent.tools and a persona's tools list may use. (agent/tools and
+// heartbeat define them; a test in internal/daemon keeps the two in step.)
+func BuiltinTools() []string {
+	return []string{"current_time", "memory", "schedule", "send_message", "web_fetch"}
+}
+
+// IsSecretKey reports whether key (a dotted path such as "llm.api_key")
+// holds a secret.
+func IsSecretKey(key string) bool {
+	_, leaf, err := schemaPath(key)
+	return err == nil && leaf == secretType
+}
+
+// Suggest returns the candidate closest to s when it is close enough to be
+// a likely typo, else "".
+func Suggest(s string, candidates []string) string { return suggest(s, candidates) }
+
+// ErrorAt returns an *Error about key placed at the line where key (or its
+// nearest ancestor) was written in the file c was loaded from. The message
+// starts with the key, as validation errors do.
+func (c *Config) ErrorAt(key, format string, args ...any) *Error {
+	return &Error{File: displayName(c.Path), Line: c.src.line(key), Key: key,
+		Msg: joinMsg(key, fmt.Sprintf(format, args...))}
+}
+
+// unknownName describes a name that is not among known, with "did you mean"
+// when one is close.
+func unknownName(what, name string, known []string) string {
+	msg := fmt.Sprintf("unknown %s %q", what, truncate(name, 60))
+	if s := suggest(name, known); s != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", s)
+	}
+	return msg + "; known: " + strings.Join(known, ", ")
+}
+
+// UnknownName is unknownName for other packages (persona names, tools in a
+// persona file): `unknown persona "x" (did you mean "y"?); known: a, b`.
+func UnknownName(what, name string, known []string) string { return unknownName(what, name, known) }
+
+func (v *validator) tools(key string, list []string) {
+	known := BuiltinTools()
+	for i, t := range list {
+		if nameRe.MatchString(t) && !slices.Contains(known, t) {
+			v.fail(fmt.Sprintf("%s[%d]", key, i), "%s", unknownName("tool", t, known))
+		}
+	}
+}
+
+// EnvVarFor returns the environment variable a key defaults to
+// (llm.api_key → OPENAI_API_KEY), or "" when it has none.
+func EnvVarFor(key string) string { return envDefaultFor(key) }

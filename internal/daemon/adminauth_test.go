@@ -1,0 +1,116 @@
+package daemon_test
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/switchboard-bot/switchboard/internal/config"
+	"github.com/switchboard-bot/switchboard/internal/daemon"
+	"github.com/switchboard-bot/switchboard/internal/testkit/fakellm"
+	"github.com/switchboard-bot/switchboard/internal/testkit/faketelegram"
+)
+
+// adminCall sends method path to the daemon with the given headers and
+// returns the status and body.
+func adminCall(t *testing.T, r *rig, method, path string, hdr map[string]string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, r.url()+path, strings.NewReader("code=NOPE1234"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var b strings.Builder
+	buf := make([]byte, 4096)
+	n, _ := resp.Body.Read(buf)
+	b.Write(buf[:n])
+	return resp.StatusCode, b.String()
+}
+
+func localToken(t *testing.T, cfg *config.Config) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(cfg.Bot.DataDir, daemon.AdminTokenFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(data))
+}
+
+// Issue 13 defect 5: with server.listen on loopback and no admin_token, a
+// request that came through a reverse proxy on the same host (it arrives from
+// 127.0.0.1) could list pairing codes and approve itself. Without a token only
+// a direct loopback request without proxy headers is served.
+func TestAdminRefusesProxiedRequestsWithoutToken(t *testing.T) {
+	llm := fakellm.Start(t, fakellm.Echo())
+	cfg := baseConfig(t, llm)
+	r := startDaemon(t, cfg)
+	tok := localToken(t, cfg)
+	cases := []struct {
+		name   string
+		hdr    map[string]string
+		status int
+	}{
+		{"plain loopback request", nil, http.StatusOK},
+		{"X-Forwarded-For", map[string]string{"X-Forwarded-For": "203.0.113.9"}, http.StatusForbidden},
+		{"X-Forwarded-For naming loopback", map[string]string{"X-Forwarded-For": "127.0.0.1"}, http.StatusForbidden},
+		{"Forwarded", map[string]string{"Forwarded": "for=203.0.113.9;proto=https"}, http.StatusForbidden},
+		{"X-Real-IP", map[string]string{"X-Real-IP": "203.0.113.9"}, http.StatusForbidden},
+		{"X-Forwarded-Host", map[string]string{"X-Forwarded-Host": "bot.example.com"}, http.StatusForbidden},
+		{"proxied with the local token", map[string]string{"X-Forwarded-For": "203.0.113.9", "Authorization": "Bearer " + tok}, http.StatusOK},
+		{"proxied with a wrong token", map[string]string{"X-Forwarded-For": "203.0.113.9", "Authorization": "Bearer nope"}, http.StatusForbidden},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for _, path := range []string{"/admin/pairing", "/admin/status", "/admin/jobs"} {
+				if code, body := adminCall(t, r, http.MethodGet, path, c.hdr); code != c.status {
+					t.Errorf("GET %s = %d %q, want %d", path, code, body, c.status)
+				}
+			}
+			want := c.status
+			if want == http.StatusOK {
+				want = http.StatusNotFound // the code is unknown: the handler ran
+			}
+			if code, body := adminCall(t, r, http.MethodPost, "/admin/pairing/approve", c.hdr); code != want {
+				t.Errorf("POST /admin/pairing/approve = %d %q, want %d", code, body, want)
+			}
+		})
+	}
+}
+
+// With a webhook mode on and no admin_token the daemon cannot tell a proxied
+// request from a local one (a proxy need not add headers): token-less admin
+// access is off, the start-up log says so, and the local token still works.
+func TestAdminNeedsTokenInWebhookMode(t *testing.T) {
+	llm := fakellm.Start(t, fakellm.Echo())
+	tg := faketelegram.New(t, faketelegram.Options{})
+	cfg := telegramConfig(t, llm, tg)
+	cfg.Channels.Telegram.Mode = "webhook"
+	cfg.Channels.Telegram.WebhookURL = "https://bot.example.com/webhooks/telegram"
+	const secret = "hook-secret-0123456789"
+	cfg.Channels.Telegram.WebhookSecret = config.NewSecret(secret)
+	r := startDaemon(t, cfg, tg.Token(), secret)
+	if code, body := adminCall(t, r, http.MethodGet, "/admin/pairing", nil); code != http.StatusUnauthorized {
+		t.Errorf("GET /admin/pairing without a token in webhook mode = %d %q, want 401", code, body)
+	}
+	if code, _ := adminCall(t, r, http.MethodPost, "/admin/pairing/approve", nil); code != http.StatusUnauthorized {
+		t.Errorf("POST /admin/pairing/approve without a token in webhook mode = %d, want 401", code)
+	}
+	auth := map[string]string{"Authorization": "Bearer " + localToken(t, cfg)}
+	if code, body := adminCall(t, r, http.MethodGet, "/admin/pairing", auth); code != http.StatusOK {
+		t.Errorf("GET /admin/pairing with the local token = %d %q, want 200", code, body)
+	}
+	log := r.log.String()
+	if !strings.Contains(log, "admin endpoints need a token: a webhook mode is on") || !strings.Contains(log, "channels.telegram.mode: webhook") {
+		t.Errorf("the start-up log does not say why admin needs a token:\n%s", log)
+	}
+}
