@@ -102,7 +102,7 @@ func checkWellFormed(t *testing.T, h []openai.ChatCompletionMessage) {
 
 var summaryHeadTest = regexp.MustCompile(`^\[conversation summary v1 kind=(\w+) turns=(\d+) messages=(\d+) resets=0 next=[0-9a-f]*\]\n`)
 
-func summaryNotes(t *testing.T, st *memory.Store, key string) []memory.Note {
+func summaryNotes(t *testing.T, st memory.Store, key string) []memory.Note {
 	t.Helper()
 	notes, err := st.ListNotes(context.Background(), key)
 	if err != nil {

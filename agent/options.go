@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/switchboard-bot/switchboard/agent/defaults"
 	redacturl "github.com/switchboard-bot/switchboard/internal/redact"
 	"github.com/switchboard-bot/switchboard/memory"
 )
@@ -65,7 +66,8 @@ type DirectOptions struct {
 	OnEvent   func(Event)
 }
 
-// Options configure an Agent. Zero values mean the defaults noted (DESIGN.md §4);
+// Options configure an Agent. Zero values mean the defaults noted (DESIGN.md §4),
+// taken from package agent/defaults, which config.Default() also uses;
 // for counts, a negative value means "none" (e.g. ToolRetries: -1 = no retries).
 type Options struct {
 	BaseURL     string // up to and including /v1; "" = OpenAI
@@ -152,25 +154,25 @@ func defDur(v, def time.Duration) time.Duration {
 // withDefaults returns o with zero values replaced by the defaults.
 func (o Options) withDefaults() Options {
 	if o.Model == "" {
-		o.Model = "gpt-4o-mini"
+		o.Model = defaults.Model
 	}
-	o.Timeout = defDur(o.Timeout, 120*time.Second)
-	o.MaxRetries = defInt(o.MaxRetries, 3)
+	o.Timeout = defDur(o.Timeout, defaults.Timeout)
+	o.MaxRetries = defInt(o.MaxRetries, defaults.MaxRetries)
 	o.RetryBase = defDur(o.RetryBase, time.Second)
 	o.RetryMax = defDur(o.RetryMax, 10*time.Second)
 	o.MaxRetryAfter = defDur(o.MaxRetryAfter, 60*time.Second)
 	o.StreamIdleTimeout = defDur(o.StreamIdleTimeout, o.Timeout)
 	if o.ToolProtocol == "" {
-		o.ToolProtocol = ProtocolAuto
+		o.ToolProtocol = defaults.ToolProtocol
 	}
-	o.MaxIterations = max(1, defInt(o.MaxIterations, 25))
-	o.MaxToolCalls = defInt(o.MaxToolCalls, 25)
-	o.ToolRetries = defInt(o.ToolRetries, 3)
-	o.ToolRetryDelay = defDur(o.ToolRetryDelay, time.Second)
-	o.ToolTimeout = defDur(o.ToolTimeout, 30*time.Second)
+	o.MaxIterations = max(1, defInt(o.MaxIterations, defaults.MaxIterations))
+	o.MaxToolCalls = defInt(o.MaxToolCalls, defaults.MaxToolCalls)
+	o.ToolRetries = defInt(o.ToolRetries, defaults.ToolRetries)
+	o.ToolRetryDelay = defDur(o.ToolRetryDelay, defaults.ToolRetryDelay)
+	o.ToolTimeout = defDur(o.ToolTimeout, defaults.ToolTimeout)
 	o.ParallelTools = max(1, defInt(o.ParallelTools, 4))
-	o.ObservationMaxLen = defInt(o.ObservationMaxLen, 4000)
-	o.MaxHistory = defInt(o.MaxHistory, 40)
+	o.ObservationMaxLen = defInt(o.ObservationMaxLen, defaults.ObservationMaxLen)
+	o.MaxHistory = defInt(o.MaxHistory, defaults.MaxHistory)
 	o.ContextTokens = max(0, o.ContextTokens)
 	o.NotesMaxCount = defInt(o.NotesMaxCount, DefaultNotesMaxCount)
 	o.NotesMaxChars = defInt(o.NotesMaxChars, DefaultNotesMaxChars)

@@ -62,8 +62,12 @@ type Provider struct {
 func NewProvider(o Options) *Provider {
 	o = o.withDefaults()
 	cfg := openai.DefaultConfig(o.APIKey)
+	var query string // a gateway's ?api-key=… in llm.base_url, sent with every call
 	if o.BaseURL != "" {
-		cfg.BaseURL = strings.TrimRight(o.BaseURL, "/")
+		// go-openai appends "/chat/completions" to the base URL as text,
+		// which would put the path inside the query: keep the query apart.
+		base, q, _ := strings.Cut(o.BaseURL, "?")
+		cfg.BaseURL, query = strings.TrimRight(base, "/"), q
 	}
 	hc := o.HTTPClient
 	if hc == nil {
@@ -74,7 +78,7 @@ func NewProvider(o Options) *Provider {
 		tr.MaxIdleConnsPerHost = 64
 		hc = &http.Client{Transport: tr}
 	}
-	cfg.HTTPClient = headerCapturingDoer{hc}
+	cfg.HTTPClient = headerCapturingDoer{c: hc, query: query}
 	return &Provider{client: openai.NewClientWithConfig(cfg), opts: o, log: o.Logger}
 }
 
@@ -111,7 +115,10 @@ func (p *Provider) Chat(ctx context.Context, req ChatRequest, obs StreamObserver
 		if ctx.Err() != nil {
 			return ChatResponse{}, fmt.Errorf("model call: %w", ctx.Err())
 		}
-		err = redact(err, p.opts.APIKey)
+		// The endpoint URL in Go's HTTP errors keeps its query and user
+		// info (llm.base_url may carry ?api-key=…): nothing below — the retry
+		// log line, ModelError, the turn's log and /status — sees either.
+		err = redact(redacturl.Error(err), p.opts.APIKey)
 		kind, status, retryable := classify(err)
 		retryAfter := hdr.retryAfter(p.opts.Now())
 		merr := &ModelError{Kind: kind, Status: status, Attempts: attempt, RetryAfter: retryAfter, Err: err}
@@ -302,8 +309,11 @@ func estimateUsage(msgs []openai.ChatCompletionMessage, out ChatResponse) memory
 
 // headerCapturingDoer records the headers of failed responses (Retry-After)
 // into the per-attempt holder carried by the request context: go-openai's
-// error types do not keep them.
-type headerCapturingDoer struct{ c *http.Client }
+// error types do not keep them. It also adds the base URL's query.
+type headerCapturingDoer struct {
+	c     *http.Client
+	query string // raw query of llm.base_url, "" for none
+}
 
 type respHeadersKey struct{}
 
@@ -313,6 +323,13 @@ type respHeaders struct {
 }
 
 func (d headerCapturingDoer) Do(req *http.Request) (*http.Response, error) {
+	if d.query != "" {
+		if req.URL.RawQuery == "" {
+			req.URL.RawQuery = d.query
+		} else {
+			req.URL.RawQuery += "&" + d.query
+		}
+	}
 	resp, err := d.c.Do(req)
 	if err == nil && resp.StatusCode >= 400 {
 		if h, ok := req.Context().Value(respHeadersKey{}).(*respHeaders); ok {

@@ -47,21 +47,6 @@ func TestAccessDecide(t *testing.T) {
 	}
 }
 
-func TestCommandName(t *testing.T) {
-	for in, want := range map[string]string{
-		"/reset":             "reset",
-		"/Reset@my_bot now":  "reset",
-		"  /stop ":           "stop",
-		"/usr/bin is a path": "",
-		"hello /reset":       "",
-		"/":                  "",
-	} {
-		if got := commandName(in); got != want {
-			t.Errorf("commandName(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestParseTarget(t *testing.T) {
 	for in, want := range map[string]string{
 		"telegram:123":                  "telegram:123",

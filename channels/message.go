@@ -1,12 +1,18 @@
-// Package channels owns what every chat platform has in common: the normalized
-// Message an adapter pushes in, the Channel interface (and optional capabilities)
-// an adapter implements, the shared Handler that turns messages into agent turns,
-// and the outbound path that formats, splits, paces and records deliveries.
+// Package channels is the contract between the chat platforms and the rest
+// of Switchboard: the normalized Message an adapter pushes in (and its
+// Target address), the Sink it pushes into, the Channel interface every
+// adapter implements with its optional capabilities (Typer, Editor,
+// DeltaWriter, Pacer, Verifier, Readiness, Webhook), the Outgoing chunks an
+// adapter sends, the send-error kinds the shared retry path understands
+// (ClassifyError), target and user-id syntax (CheckTarget, CheckUserID), and
+// the access policy's types with its pure Decide.
 //
-// Adapters (channels/telegram, channels/discord, channels/slack, channels/console)
-// import this package for its types only; everything that must behave the same on
-// every platform — dedup, access control, the durable inbox, per-session order,
-// commands, retries — lives here, never in an adapter.
+// It imports nothing of this module, so an adapter (channels/telegram,
+// channels/discord, channels/slack, channels/console) never compiles the
+// agent, the store or the shared handler. What must behave the same on every
+// platform — dedup, access control, the durable inbox, per-session order,
+// commands, retries, delivery — is done by the shared handler in
+// channels/hub, never in an adapter.
 package channels
 
 import (

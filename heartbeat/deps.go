@@ -8,7 +8,7 @@ import (
 
 	"github.com/switchboard-bot/switchboard/agent"
 	"github.com/switchboard-bot/switchboard/channels"
-	"github.com/switchboard-bot/switchboard/internal/config"
+	"github.com/switchboard-bot/switchboard/heartbeat/schedule"
 	"github.com/switchboard-bot/switchboard/memory"
 )
 
@@ -17,14 +17,14 @@ type Directer interface {
 	ProcessDirect(ctx context.Context, sessionKey, text string, opts agent.DirectOptions) (string, error)
 }
 
-// Deliverer sends text through the shared outbound path (*channels.Handler)
+// Deliverer sends text through the shared outbound path (*hub.Handler)
 // and returns the platform message ids of the chunks.
 type Deliverer interface {
 	Deliver(ctx context.Context, target channels.Target, turnID, text string) ([]string, error)
 }
 
 // BusyChecker tells whether a session has a turn running or queued
-// (*channels.Handler).
+// (*hub.Handler).
 type BusyChecker interface {
 	Busy(sessionKey string) bool
 }
@@ -57,7 +57,7 @@ type JobStore interface {
 	ListRuns(ctx context.Context, job string, limit int) ([]memory.JobRun, error)
 }
 
-// Store is the subset of *memory.Store this package uses.
+// Store is the subset of memory.Store this package uses.
 type Store interface {
 	KV
 	SessionStore
@@ -68,7 +68,7 @@ type Store interface {
 const (
 	// DefaultGrace is how late a run may start and still be on time when a
 	// job sets no grace.
-	DefaultGrace = config.DefaultJobGrace
+	DefaultGrace = schedule.DefaultGrace
 	// DefaultAlertAfter is the failure streak that alerts the admins.
 	DefaultAlertAfter = 2
 	// DefaultMaxAttempts bounds the attempts of a one-shot job.
@@ -82,11 +82,25 @@ const (
 	MaxJobsPerChat = 50
 )
 
+// Config is the heartbeat's own settings (the heartbeat: section of
+// config.yaml, mapped by internal/daemon). There are no defaults here: the
+// operator-facing defaults live in internal/config (Default), the one
+// source; a zero MaxPerDay counts as 1 and an empty Schedule never ticks.
+type Config struct {
+	Enabled     bool
+	Schedule    string        // cron spec (schedule.Parse)
+	ActiveHours string        // "HH:MM-HH:MM", may cross midnight; "" = always
+	IdleAfter   time.Duration // the user's last message must be older
+	MaxPerDay   int
+	Targets     []string // empty = every allowed direct chat seen in the last 30 days
+}
+
 // Options configure a Scheduler (and the Heartbeat and Jobs inside it).
 // Store is required; the rest have defaults.
 type Options struct {
-	Heartbeat config.Heartbeat
-	Jobs      []config.Job
+	Heartbeat Config
+	// Jobs are the jobs defined in config.yaml (Source SourceConfig).
+	Jobs []JobSpec
 	// Location is the bot's time zone (bot.timezone); default time.Local.
 	Location *time.Location
 
@@ -187,10 +201,9 @@ func DefaultIsDirectAllowed(key string) bool {
 	return ok && t.ThreadID == ""
 }
 
-// The real pieces satisfy the interfaces.
+// The real pieces satisfy the interfaces (internal/daemon checks that the
+// shared handler, channels/hub.Handler, is a Deliverer and a BusyChecker).
 var (
-	_ Store       = (*memory.Store)(nil)
-	_ Directer    = (*agent.Agent)(nil)
-	_ Deliverer   = (*channels.Handler)(nil)
-	_ BusyChecker = (*channels.Handler)(nil)
+	_ Store    = memory.Store(nil)
+	_ Directer = (*agent.Agent)(nil)
 )

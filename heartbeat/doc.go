@@ -3,6 +3,25 @@
 // scheduled jobs (task reports and reminders), plus the two tools that reach
 // it from a chat: `schedule` and `send_message`.
 //
+// # Options
+//
+// The package does not know config.yaml: it takes its own option types
+// (Options, Config for the heartbeat section, JobSpec for each configured
+// job) and internal/daemon maps the configuration to them, at start and on
+// every reload (Scheduler.SetHeartbeatConfig, SetConfigJobs). Cron specs and
+// active hours are parsed by heartbeat/schedule, which internal/config also
+// uses to validate the file. Defaults: the operator-facing ones (heartbeat
+// schedule, active hours, max_per_day, …) live in internal/config only;
+// the scheduler's internal knobs (AlertAfter, MaxAttempts, RetryDelay,
+// SweepSpec) are defined here; a job's grace is schedule.DefaultGrace, which
+// config's Default() uses too.
+//
+// Files: scheduler.go (cron), heartbeat.go and greeting.go (greetings),
+// jobspec.go (JobSpec: fields, validation), jobs.go (Jobs: the job set and
+// its API), jobstate.go (persisted per-job state), jobrun.go (ticks, misfires,
+// running and delivering), schedule.go (occurrences, relative/absolute time
+// parsing), tools.go, sentlog.go, deps.go (interfaces, Options).
+//
 // # Time
 //
 // Every decision is a function of a `now` argument: Heartbeat.Tick(ctx, now)

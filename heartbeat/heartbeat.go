@@ -12,7 +12,7 @@ import (
 
 	"github.com/switchboard-bot/switchboard/agent"
 	"github.com/switchboard-bot/switchboard/channels"
-	"github.com/switchboard-bot/switchboard/internal/config"
+	"github.com/switchboard-bot/switchboard/heartbeat/schedule"
 	"github.com/switchboard-bot/switchboard/memory"
 )
 
@@ -67,7 +67,7 @@ type Heartbeat struct {
 	log *slog.Logger
 
 	mu          sync.Mutex // guards cfg, start, end, always, sched
-	cfg         config.Heartbeat
+	cfg         Config
 	start, end  int
 	always      bool
 	sched       cronSchedule // heartbeat.schedule; nil if empty
@@ -91,12 +91,12 @@ func NewHeartbeat(o Options) (*Heartbeat, error) {
 
 // SetConfig replaces the heartbeat configuration (config reload). The
 // schedule is applied by the Scheduler.
-func (h *Heartbeat) SetConfig(c config.Heartbeat) error {
+func (h *Heartbeat) SetConfig(c Config) error {
 	var start, end int
 	always := c.ActiveHours == ""
 	if !always {
 		var err error
-		if start, end, err = config.ParseActiveHours(c.ActiveHours); err != nil {
+		if start, end, err = schedule.ParseActiveHours(c.ActiveHours); err != nil {
 			return fmt.Errorf("heartbeat: active_hours: %w", err)
 		}
 	}
@@ -106,7 +106,7 @@ func (h *Heartbeat) SetConfig(c config.Heartbeat) error {
 	var sched cronSchedule
 	if c.Schedule != "" {
 		var err error
-		if sched, err = config.ParseSchedule(c.Schedule, h.o.Location); err != nil {
+		if sched, err = schedule.Parse(c.Schedule, h.o.Location); err != nil {
 			return fmt.Errorf("heartbeat: schedule: %w", err)
 		}
 	}
@@ -122,7 +122,7 @@ func (h *Heartbeat) schedule() cronSchedule {
 	return h.sched
 }
 
-func (h *Heartbeat) config() (config.Heartbeat, int, int, bool) {
+func (h *Heartbeat) config() (Config, int, int, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.cfg, h.start, h.end, h.always
@@ -174,13 +174,13 @@ func (h *Heartbeat) Plan(target string, now time.Time) DayPlan {
 	case always:
 		start, end, in, endDay = 0, 0, true, 1
 	case start < end:
-		in = config.InActiveHours(start, end, minute)
+		in = schedule.InActiveHours(start, end, minute)
 		if minute >= end {
 			openDay = 1
 		}
 	default: // crosses midnight
 		endDay = 1
-		in = config.InActiveHours(start, end, minute)
+		in = schedule.InActiveHours(start, end, minute)
 		if minute < end {
 			openDay = -1
 		}

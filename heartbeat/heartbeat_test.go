@@ -7,12 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchboard-bot/switchboard/internal/config"
 	"github.com/switchboard-bot/switchboard/memory"
 )
 
-func hbConfig(active string, perDay int, idle time.Duration, targets ...string) config.Heartbeat {
-	return config.Heartbeat{Enabled: true, Schedule: "0 * * * *", ActiveHours: active, IdleAfter: idle, MaxPerDay: perDay, Targets: targets}
+func hbConfig(active string, perDay int, idle time.Duration, targets ...string) Config {
+	return Config{Enabled: true, Schedule: "0 * * * *", ActiveHours: active, IdleAfter: idle, MaxPerDay: perDay, Targets: targets}
 }
 
 func TestPlanActiveHoursAcrossMidnightAndDST(t *testing.T) {
@@ -112,12 +111,12 @@ type hbRig struct {
 	dir  *fakeDirecter
 	out  *fakeOut
 	busy *fakeBusy
-	cfg  config.Heartbeat
+	cfg  Config
 	loc  *time.Location
 	h    *Heartbeat
 }
 
-func newHBRig(t *testing.T, start time.Time, cfg config.Heartbeat, loc *time.Location) *hbRig {
+func newHBRig(t *testing.T, start time.Time, cfg Config, loc *time.Location) *hbRig {
 	r := &hbRig{rig: newRig(t, start), dir: &fakeDirecter{}, busy: &fakeBusy{}, cfg: cfg, loc: loc}
 	r.out = newFakeOut(r.clk)
 	r.build()
@@ -373,12 +372,12 @@ func TestNoModelCallWithoutEligibleTarget(t *testing.T) {
 	day := time.Date(2025, 2, 3, 0, 0, 0, 0, time.UTC)
 	cases := []struct {
 		name  string
-		cfg   config.Heartbeat
+		cfg   Config
 		setup func(r *hbRig)
 		now   time.Time
 	}{
 		{"no sessions at all", hbConfig("", 2, time.Hour), func(*hbRig) {}, day.Add(23 * time.Hour)},
-		{"disabled", func() config.Heartbeat { c := hbConfig("", 2, 0, "telegram:1"); c.Enabled = false; return c }(), func(*hbRig) {}, day.Add(23 * time.Hour)},
+		{"disabled", func() Config { c := hbConfig("", 2, 0, "telegram:1"); c.Enabled = false; return c }(), func(*hbRig) {}, day.Add(23 * time.Hour)},
 		{"switched off", hbConfig("", 2, 0, "telegram:1"), func(r *hbRig) { _ = r.h.SetEnabled(context.Background(), false) }, day.Add(23 * time.Hour)},
 		{"outside active hours", hbConfig("09:00-10:00", 2, 0, "telegram:1"), func(*hbRig) {}, day.Add(23 * time.Hour)},
 		{"only threads, jobs and old chats", hbConfig("", 2, time.Hour), func(r *hbRig) {

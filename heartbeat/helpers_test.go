@@ -12,6 +12,7 @@ import (
 	"github.com/switchboard-bot/switchboard/agent"
 	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/memory"
+	"github.com/switchboard-bot/switchboard/memory/bolt"
 )
 
 // clock is a settable simulated clock.
@@ -39,7 +40,7 @@ type rig struct {
 	t     *testing.T
 	path  string
 	clk   *clock
-	store *memory.Store
+	store memory.Store
 }
 
 func newRig(t *testing.T, start time.Time) *rig {
@@ -51,7 +52,7 @@ func newRig(t *testing.T, start time.Time) *rig {
 
 func (r *rig) open() {
 	r.t.Helper()
-	s, err := memory.Open(r.path, memory.Options{Now: r.clk.Now, NoSync: true, BatchDelay: time.Millisecond})
+	s, err := bolt.Open(r.path, memory.Options{Now: r.clk.Now, NoSync: true, BatchDelay: time.Millisecond})
 	if err != nil {
 		r.t.Fatalf("open store: %v", err)
 	}

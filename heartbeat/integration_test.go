@@ -8,12 +8,11 @@ import (
 	"time"
 
 	"github.com/switchboard-bot/switchboard/agent"
-	"github.com/switchboard-bot/switchboard/internal/config"
 	"github.com/switchboard-bot/switchboard/internal/testkit/fakellm"
 	"github.com/switchboard-bot/switchboard/memory"
 )
 
-func realAgent(t *testing.T, srv *fakellm.Server, store *memory.Store, clk *clock, tools ...agent.Tool) *agent.Agent {
+func realAgent(t *testing.T, srv *fakellm.Server, store memory.Store, clk *clock, tools ...agent.Tool) *agent.Agent {
 	t.Helper()
 	reg := agent.NewRegistry()
 	for _, tl := range tools {
@@ -136,7 +135,7 @@ func TestSchedulerStartStop(t *testing.T) {
 	out.notify = make(chan delivery, 4)
 	job := dailyReminder(MisfireRunOnce)
 	// An earlier process saw the job on the 1st, then the daemon was down.
-	j0, err := NewJobs(Options{Store: r.store, Jobs: []config.Job{job}, Location: time.UTC, Out: out, Now: r.clk.Now})
+	j0, err := NewJobs(Options{Store: r.store, Jobs: []JobSpec{job}, Location: time.UTC, Out: out, Now: r.clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +144,7 @@ func TestSchedulerStartStop(t *testing.T) {
 	}
 	r.clk.Set(time.Date(2025, 3, 3, 15, 0, 0, 0, sh))
 
-	s, err := New(Options{Store: r.store, Jobs: []config.Job{job}, Heartbeat: hbConfig("", 1, time.Hour), Location: sh, Out: out, Now: r.clk.Now})
+	s, err := New(Options{Store: r.store, Jobs: []JobSpec{job}, Heartbeat: hbConfig("", 1, time.Hour), Location: sh, Out: out, Now: r.clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchboard-bot/switchboard/internal/config"
+	"github.com/switchboard-bot/switchboard/heartbeat/schedule"
 	"github.com/switchboard-bot/switchboard/memory"
 )
 
@@ -16,7 +16,7 @@ type jobsRig struct {
 	*rig
 	dir    *fakeDirecter
 	out    *fakeOut
-	jobs   []config.Job
+	jobs   []JobSpec
 	loc    *time.Location
 	j      *Jobs
 	sent   *SentLog
@@ -24,7 +24,7 @@ type jobsRig struct {
 	alerts []string
 }
 
-func newJobsRig(t *testing.T, start time.Time, loc *time.Location, jobs ...config.Job) *jobsRig {
+func newJobsRig(t *testing.T, start time.Time, loc *time.Location, jobs ...JobSpec) *jobsRig {
 	r := &jobsRig{rig: newRig(t, start), dir: &fakeDirecter{}, jobs: jobs, loc: loc, sent: NewSentLog(0)}
 	r.out = newFakeOut(r.clk)
 	r.build()
@@ -59,8 +59,8 @@ func (r *jobsRig) Alerts() []string {
 	return append([]string(nil), r.alerts...)
 }
 
-func dailyReminder(misfire string) config.Job {
-	return config.Job{Name: "daily", Schedule: "0 9 * * *", Timezone: "Asia/Shanghai", Kind: "reminder",
+func dailyReminder(misfire string) JobSpec {
+	return JobSpec{Name: "daily", Schedule: "0 9 * * *", Timezone: "Asia/Shanghai", Kind: "reminder",
 		Text: "Stand-up in 15 minutes", DeliverTo: []string{"telegram:1"}, Misfire: misfire, Grace: 5 * time.Minute}
 }
 
@@ -252,8 +252,8 @@ func TestOneShotRetriedUntilDelivered(t *testing.T) {
 	}
 }
 
-func reportJob() config.Job {
-	return config.Job{Name: "report", Schedule: "0 18 * * 1-5", Timezone: "Europe/Berlin", Kind: "task", Persona: "reporter",
+func reportJob() JobSpec {
+	return JobSpec{Name: "report", Schedule: "0 18 * * 1-5", Timezone: "Europe/Berlin", Kind: "task", Persona: "reporter",
 		Prompt: "Summarize today's notes.", DeliverTo: []string{"telegram:1", "slack:C0123"}, Misfire: "skip", Grace: 5 * time.Minute}
 }
 
@@ -412,7 +412,7 @@ func TestDeleteAndErrors(t *testing.T) {
 }
 
 func TestOccurrencesAfterLongDowntimeIsBounded(t *testing.T) {
-	s, err := config.ParseSchedule("@every 1s", time.UTC)
+	s, err := schedule.Parse("@every 1s", time.UTC)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -422,7 +422,7 @@ func TestOccurrencesAfterLongDowntimeIsBounded(t *testing.T) {
 	if n == 0 || latest.After(now) || now.Sub(latest) > 2*time.Second {
 		t.Fatalf("occurrences = %s, %d", latest, n)
 	}
-	daily, _ := config.ParseSchedule("0 9 * * *", mustLoc(t, "Asia/Shanghai"))
+	daily, _ := schedule.Parse("0 9 * * *", mustLoc(t, "Asia/Shanghai"))
 	latest, n = occurrences(daily, after, after.Add(72*time.Hour))
 	if n != 3 || !latest.Equal(time.Date(2025, 1, 3, 9, 0, 0, 0, mustLoc(t, "Asia/Shanghai"))) {
 		t.Fatalf("daily occurrences = %s, %d", latest, n)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/robfig/cron/v3"
 
-	"github.com/switchboard-bot/switchboard/internal/config"
+	"github.com/switchboard-bot/switchboard/heartbeat/schedule"
 )
 
 // oneShot is a cron.Schedule that fires once, at At.
@@ -32,7 +32,7 @@ func parseSchedule(spec JobSpec, loc *time.Location) (cron.Schedule, error) {
 	if strings.TrimSpace(spec.Schedule) == "" {
 		return nil, fmt.Errorf("job %s has neither a schedule nor an at time", spec.Name)
 	}
-	return config.ParseSchedule(spec.Schedule, loc)
+	return schedule.Parse(spec.Schedule, loc)
 }
 
 // maxScan bounds the occurrences enumerated one by one.

@@ -10,7 +10,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/switchboard-bot/switchboard/agent"
-	"github.com/switchboard-bot/switchboard/internal/config"
+	"github.com/switchboard-bot/switchboard/heartbeat/schedule"
 )
 
 type cronSchedule = cron.Schedule
@@ -50,11 +50,11 @@ func New(o Options) (*Scheduler, error) {
 		return nil, err
 	}
 	if o.Heartbeat.Schedule != "" {
-		if _, err := config.ParseSchedule(o.Heartbeat.Schedule, o.Location); err != nil {
+		if _, err := schedule.Parse(o.Heartbeat.Schedule, o.Location); err != nil {
 			return nil, fmt.Errorf("heartbeat: schedule: %w", err)
 		}
 	}
-	if _, err := config.ParseSchedule(o.SweepSpec, o.Location); err != nil {
+	if _, err := schedule.Parse(o.SweepSpec, o.Location); err != nil {
 		return nil, fmt.Errorf("heartbeat: sweep schedule: %w", err)
 	}
 	return &Scheduler{o: o, log: o.Logger.With(slog.String("component", "scheduler")), hb: hb, jobs: jobs,
@@ -107,7 +107,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		s.mu.Unlock()
 		return err
 	}
-	sweep, err := config.ParseSchedule(s.o.SweepSpec, s.o.Location)
+	sweep, err := schedule.Parse(s.o.SweepSpec, s.o.Location)
 	if err != nil {
 		s.mu.Unlock()
 		return fmt.Errorf("heartbeat: sweep schedule: %w", err)
@@ -145,7 +145,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	return nil
 }
 
-func (s *Scheduler) scheduleHeartbeatLocked(c config.Heartbeat) error {
+func (s *Scheduler) scheduleHeartbeatLocked(c Config) error {
 	if s.hbEntry != 0 {
 		s.c.Remove(s.hbEntry)
 		s.hbEntry = 0
@@ -153,7 +153,7 @@ func (s *Scheduler) scheduleHeartbeatLocked(c config.Heartbeat) error {
 	if c.Schedule == "" {
 		return nil
 	}
-	sched, err := config.ParseSchedule(c.Schedule, s.o.Location)
+	sched, err := schedule.Parse(c.Schedule, s.o.Location)
 	if err != nil {
 		return fmt.Errorf("heartbeat: schedule: %w", err)
 	}
@@ -167,7 +167,7 @@ func (s *Scheduler) scheduleHeartbeatLocked(c config.Heartbeat) error {
 }
 
 // SetHeartbeatConfig applies a reloaded heartbeat section, schedule included.
-func (s *Scheduler) SetHeartbeatConfig(c config.Heartbeat) error {
+func (s *Scheduler) SetHeartbeatConfig(c Config) error {
 	if err := s.hb.SetConfig(c); err != nil {
 		return err
 	}
@@ -181,7 +181,7 @@ func (s *Scheduler) SetHeartbeatConfig(c config.Heartbeat) error {
 }
 
 // SetConfigJobs applies a reloaded jobs list.
-func (s *Scheduler) SetConfigJobs(list []config.Job) error { return s.jobs.SetConfigJobs(list) }
+func (s *Scheduler) SetConfigJobs(list []JobSpec) error { return s.jobs.SetConfigJobs(list) }
 
 // syncJobs replaces the cron entries of the jobs with the current set.
 func (s *Scheduler) syncJobs() {

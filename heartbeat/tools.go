@@ -121,8 +121,28 @@ func (t *ScheduleTool) create(ctx context.Context, ci agent.CallInfo, a schedule
 	if !deliverable(ci.SessionKey) {
 		return "", fmt.Errorf("schedule: this chat (%s) cannot receive scheduled messages", ci.SessionKey)
 	}
-	o := t.jobs.o
-	now := o.Now()
+	now := t.jobs.o.Now()
+	spec, loc, err := t.buildSpec(ci, a, now)
+	if err != nil {
+		return "", err
+	}
+	if err := t.checkQuota(ctx, ci.SessionKey); err != nil {
+		return "", err
+	}
+	if spec, err = t.store(ctx, ci, a.Name, spec, now); err != nil {
+		return "", err
+	}
+	next, err := t.jobs.NextRuns(ctx, spec.Name, 1)
+	if err != nil || len(next) == 0 {
+		return fmt.Sprintf("Scheduled %s %q (%s).", spec.Kind, spec.Name, spec.When()), nil
+	}
+	return fmt.Sprintf("Scheduled %s %q: next run %s (in %s). It will be delivered to this chat. Cancel it with action cancel, name %q.",
+		spec.Kind, spec.Name, next[0].In(loc).Format("Mon 2006-01-02 15:04 MST"), humanDuration(next[0].Sub(now)), spec.Name), nil
+}
+
+// buildSpec turns the tool's arguments into a spec bound to the calling
+// chat (without a name) and returns the zone its times are read in.
+func (t *ScheduleTool) buildSpec(ci agent.CallInfo, a scheduleArgs, now time.Time) (JobSpec, *time.Location, error) {
 	kind := a.Kind
 	if kind == "" {
 		kind = KindReminder
@@ -130,9 +150,9 @@ func (t *ScheduleTool) create(ctx context.Context, ci agent.CallInfo, a schedule
 			kind = KindTask
 		}
 	}
-	loc, err := loadLocation(a.Timezone, o.Location)
+	loc, err := loadLocation(a.Timezone, t.jobs.o.Location)
 	if err != nil {
-		return "", fmt.Errorf("schedule: %w", err)
+		return JobSpec{}, nil, fmt.Errorf("schedule: %w", err)
 	}
 	spec := JobSpec{Kind: kind, Text: a.Text, Prompt: a.Prompt, Timezone: a.Timezone, Persona: ci.Persona,
 		DeliverTo: []string{ci.SessionKey}, Misfire: MisfireRunOnce, CreatedBy: ci.SessionKey}
@@ -143,22 +163,22 @@ func (t *ScheduleTool) create(ctx context.Context, ci agent.CallInfo, a schedule
 		}
 	}
 	if set != 1 {
-		return "", errors.New("schedule: give exactly one of in, at or cron")
+		return JobSpec{}, nil, errors.New("schedule: give exactly one of in, at or cron")
 	}
 	switch {
 	case a.In != "":
 		d, err := parseIn(a.In)
 		if err != nil {
-			return "", fmt.Errorf("schedule: in: %w", err)
+			return JobSpec{}, nil, fmt.Errorf("schedule: in: %w", err)
 		}
 		spec.At = now.Add(d).Truncate(time.Second)
 	case a.At != "":
 		at, err := parseAt(a.At, loc)
 		if err != nil {
-			return "", fmt.Errorf("schedule: at: %w", err)
+			return JobSpec{}, nil, fmt.Errorf("schedule: at: %w", err)
 		}
 		if !at.After(now) {
-			return "", fmt.Errorf("schedule: at %s is in the past (now is %s)", at.In(loc).Format(time.RFC3339), now.In(loc).Format(time.RFC3339))
+			return JobSpec{}, nil, fmt.Errorf("schedule: at %s is in the past (now is %s)", at.In(loc).Format(time.RFC3339), now.In(loc).Format(time.RFC3339))
 		}
 		spec.At = at
 	default:
@@ -167,59 +187,64 @@ func (t *ScheduleTool) create(ctx context.Context, ci agent.CallInfo, a schedule
 	if spec.OneShot() && spec.Timezone == "" {
 		spec.Timezone = loc.String()
 	}
+	return spec, loc, nil
+}
+
+// checkQuota refuses a new job when the chat already has MaxJobsPerChat.
+func (t *ScheduleTool) checkQuota(ctx context.Context, chat string) error {
 	infos, err := t.jobs.List(ctx)
 	if err != nil {
-		return "", err
+		return err
 	}
 	mine := 0
 	for _, in := range infos {
-		if in.Spec.CreatedBy == ci.SessionKey {
+		if in.Spec.CreatedBy == chat {
 			mine++
 		}
 	}
 	if mine >= MaxJobsPerChat {
-		return "", fmt.Errorf("schedule: %w (%d); cancel some first", ErrTooManyJobs, MaxJobsPerChat)
+		return fmt.Errorf("schedule: %w (%d); cancel some first", ErrTooManyJobs, MaxJobsPerChat)
 	}
-	if a.Name != "" {
-		spec.Name = strings.Trim(nameSanitizeRe.ReplaceAllString(strings.ToLower(strings.TrimSpace(a.Name)), "-"), "-")
+	return nil
+}
+
+// store creates the job under the requested name or, without one, under a
+// generated name ("<kind>-<slug>-<hash>", suffixed on a clash).
+func (t *ScheduleTool) store(ctx context.Context, ci agent.CallInfo, name string, spec JobSpec, now time.Time) (JobSpec, error) {
+	if name != "" {
+		spec.Name = strings.Trim(nameSanitizeRe.ReplaceAllString(strings.ToLower(strings.TrimSpace(name)), "-"), "-")
 		if len(spec.Name) > 64 {
 			spec.Name = spec.Name[:64]
 		}
 		if err := t.jobs.Create(ctx, spec); err != nil {
-			return "", fmt.Errorf("schedule: %w", err)
+			return spec, fmt.Errorf("schedule: %w", err)
 		}
-	} else {
-		body := spec.Text
-		if kind == KindTask {
-			body = spec.Prompt
+		return spec, nil
+	}
+	body := spec.Text
+	if spec.Kind == KindTask {
+		body = spec.Prompt
+	}
+	h := fnv.New32a()
+	fmt.Fprintf(h, "%s|%s|%d", ci.SessionKey, body, now.UnixNano())
+	base := spec.Kind
+	if s := slug(body, 3); s != "" {
+		base += "-" + s
+	}
+	base = fmt.Sprintf("%s-%04x", base, h.Sum32()&0xffff)
+	for i := 1; ; i++ {
+		spec.Name = base
+		if i > 1 {
+			spec.Name = fmt.Sprintf("%s-%d", base, i)
 		}
-		h := fnv.New32a()
-		fmt.Fprintf(h, "%s|%s|%d", ci.SessionKey, body, now.UnixNano())
-		base := kind
-		if s := slug(body, 3); s != "" {
-			base += "-" + s
+		err := t.jobs.Create(ctx, spec)
+		if err == nil {
+			return spec, nil
 		}
-		base = fmt.Sprintf("%s-%04x", base, h.Sum32()&0xffff)
-		for i := 1; ; i++ {
-			spec.Name = base
-			if i > 1 {
-				spec.Name = fmt.Sprintf("%s-%d", base, i)
-			}
-			err := t.jobs.Create(ctx, spec)
-			if err == nil {
-				break
-			}
-			if !errors.Is(err, ErrJobNameInUse) || i >= 20 {
-				return "", fmt.Errorf("schedule: %w", err)
-			}
+		if !errors.Is(err, ErrJobNameInUse) || i >= 20 {
+			return spec, fmt.Errorf("schedule: %w", err)
 		}
 	}
-	next, err := t.jobs.NextRuns(ctx, spec.Name, 1)
-	if err != nil || len(next) == 0 {
-		return fmt.Sprintf("Scheduled %s %q (%s).", kind, spec.Name, spec.When()), nil
-	}
-	return fmt.Sprintf("Scheduled %s %q: next run %s (in %s). It will be delivered to this chat. Cancel it with action cancel, name %q.",
-		kind, spec.Name, next[0].In(loc).Format("Mon 2006-01-02 15:04 MST"), humanDuration(next[0].Sub(now)), spec.Name), nil
 }
 
 func (t *ScheduleTool) list(ctx context.Context, ci agent.CallInfo) (string, error) {

@@ -1,9 +1,10 @@
-// Package personas owns the persona files: one Markdown file per persona with
-// YAML front matter (go.yaml.in/yaml/v3) and a body that is the persona's
-// identity and voice; the three built-in defaults (assistant, reporter,
-// buddy) embedded with go:embed and written out on first run; the loader that
-// turns a directory into an immutable Set; and the Resolver that decides which
-// persona serves a chat and records per-chat choices (/persona NAME).
+// Package personas owns the persona files as data: one Markdown file per
+// persona with YAML front matter (go.yaml.in/yaml/v3) and a body that is the
+// persona's identity and voice; parsing and validation; the three built-in
+// defaults (assistant, reporter, buddy) embedded with go:embed and written
+// out on first run; and the loader that turns a directory into an immutable
+// Set. Deciding which persona serves a chat (the Resolver, /persona choices)
+// and converting a Persona to the agent's type live in channels/hub.
 //
 // The shipped defaults are the *.md files in this directory, which is also
 // the default personas.dir (./personas, as DESIGN.md lays it out): running
@@ -41,7 +42,7 @@
 //     (`tools:` with nothing after it) means "absent".
 //   - Language is a hint, not a translator: "" or "auto" means "answer in the
 //     user's language"; any other value (e.g. "English", "de") adds one line to
-//     the identity given to the agent (Persona.AgentPersona).
+//     the identity given to the agent (channels/hub.AgentPersona).
 //   - Greeting holds style hints for the heartbeat's proactive messages; the
 //     agent does not see it in ordinary turns.
 //   - Defaults are written out only on first run: when the directory does not
@@ -54,25 +55,9 @@
 //     assistant, reporter and buddy, and a file named like a built-in
 //     overrides it. A configured name that no persona has is a config error
 //     (internal/daemon.LoadPersonaSet), never a silent substitute.
-//   - Sets are immutable. The Resolver holds atomic pointers to the current
-//     Set and to the current rules (by_target, by_channel, default), so a live
-//     reload swaps them without locks and a turn never sees half of a reload.
-//   - Selection precedence (Resolver.Resolve): personas.by_target >
-//     the chat's own /persona choice (kept in the session's metadata, so it
-//     survives restarts; changing persona never touches history) >
-//     personas.by_channel > personas.default > the Set's own default.
-//     Threads: a thread target ("slack:C1:123.4") first looks for its own
-//     entry and then its chat's ("slack:C1") at each level, so a by_target
-//     binding of a chat — and a /persona choice made in the chat — applies to
-//     its threads, while a thread can still get its own choice. A name that
-//     no longer exists (the file was deleted and reloaded) is skipped with a
-//     warning and the next level decides.
-//   - Choose refuses an unknown name (ErrUnknownPersona) and a chat whose
-//     persona is pinned by personas.by_target (ErrPinned): the choice would
-//     be recorded but never take effect, which would mislead the user.
+//   - Sets are immutable: methods return copies, so a Set can be shared by
+//     every turn and swapped whole on a live reload.
 //
-// Dependencies: personas sits above agent and channels (it implements
-// agent.PersonaSource and the channels.Personas interface with their types)
-// and below internal/daemon, which wires it. agent and channels do not import
-// personas.
+// Dependencies: personas imports no package of this module; channels/hub
+// (the Resolver, AgentPersona) and internal/daemon (loading, checks) use it.
 package personas

@@ -95,14 +95,12 @@ func TestSetIsImmutable(t *testing.T) {
 	}
 }
 
+// The agent.PersonaSource half of this test moved to channels/hub
+// (TestSetSourcePersona), with the conversion to agent.Persona.
 func TestSetDefaultAndPersonaSource(t *testing.T) {
 	set, _ := NewSet(Persona{Name: "zeta", Identity: "Z"}, Persona{Name: "beta", Identity: "B", Language: "French"})
 	if set.Default() != "beta" {
 		t.Fatalf("Default without assistant = %q, want the first name", set.Default())
-	}
-	p, ok := set.Persona("")
-	if !ok || p.Name != "beta" || !strings.Contains(p.Identity, "French") {
-		t.Fatalf("Persona(\"\") = %+v, %v", p, ok)
 	}
 	withZ, err := set.WithDefault("zeta")
 	if err != nil || withZ.Default() != "zeta" || set.Default() != "beta" {
@@ -111,7 +109,7 @@ func TestSetDefaultAndPersonaSource(t *testing.T) {
 	if _, err := set.WithDefault("nope"); !errors.Is(err, ErrUnknownPersona) {
 		t.Fatalf("WithDefault(nope) err = %v", err)
 	}
-	if _, ok := set.Persona("nope"); ok {
+	if _, ok := set.Get("nope"); ok {
 		t.Fatal("unknown persona found")
 	}
 	var empty *Set

@@ -13,8 +13,6 @@ import (
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
-
-	"github.com/switchboard-bot/switchboard/agent"
 )
 
 // MaxFileSize caps a persona file; larger files are reported and skipped.
@@ -32,24 +30,6 @@ type Persona struct {
 	Greeting    string   // style hints for the heartbeat
 	Identity    string   // the body: identity and voice
 	File        string   // path it was loaded from
-}
-
-// AgentPersona converts p to the agent's type. A Language other than "" and
-// "auto" adds one line to the identity; Temperature and Tools are copied so
-// the agent cannot change the Set.
-func (p Persona) AgentPersona() agent.Persona {
-	identity := p.Identity
-	if l := strings.TrimSpace(p.Language); l != "" && !strings.EqualFold(l, "auto") {
-		identity += "\n\nWrite your replies in " + l + ", unless the user writes in another language: then answer in theirs."
-	}
-	return agent.Persona{
-		Name:        p.Name,
-		Identity:    identity,
-		Model:       p.Model,
-		Temperature: cloneF32(p.Temperature),
-		MaxTokens:   p.MaxTokens,
-		Tools:       cloneTools(p.Tools),
-	}
 }
 
 func cloneF32(f *float32) *float32 {
@@ -249,30 +229,7 @@ func setField(p *Persona, k, v *yaml.Node) error {
 		if null {
 			return nil
 		}
-		if v.Kind != yaml.ScalarNode {
-			return bad("expected text, got %s", kindName(v))
-		}
-		s := strings.TrimSpace(v.Value)
-		if k.Value != "greeting" && strings.ContainsAny(s, "\n\r") {
-			return bad("must be a single line")
-		}
-		switch k.Value {
-		case "name":
-			if s != p.Name {
-				return bad("%q does not match the file name %q: a persona's name is its file name (rename the file or drop this key)", truncate(s, 60), p.Name+".md")
-			}
-		case "description":
-			p.Description = s
-		case "language":
-			if len(s) > 40 {
-				return bad("at most 40 characters (a language name or code such as English or de)")
-			}
-			p.Language = s
-		case "model":
-			p.Model = s
-		case "greeting":
-			p.Greeting = s
-		}
+		return setText(p, k.Value, v, bad)
 	case "temperature":
 		if null {
 			return nil
@@ -302,24 +259,63 @@ func setField(p *Persona, k, v *yaml.Node) error {
 		if null {
 			return nil
 		}
-		if v.Kind != yaml.SequenceNode {
-			return bad("expected a list of tool names such as [current_time, web_fetch], got %s", kindName(v))
-		}
-		tools := make([]string, 0, len(v.Content))
-		for _, it := range v.Content {
-			if it.Kind != yaml.ScalarNode || !toolNameRe.MatchString(it.Value) {
-				return &frontError{line: it.Line, msg: fmt.Sprintf("tools: %q is not a tool name (letters, digits, _ and -)", truncate(it.Value, 60))}
-			}
-			if slices.Contains(tools, it.Value) {
-				return &frontError{line: it.Line, msg: fmt.Sprintf("tools: %q is listed twice", it.Value)}
-			}
-			tools = append(tools, it.Value)
+		tools, err := parseTools(v, bad)
+		if err != nil {
+			return err
 		}
 		p.Tools = tools
 	default:
 		return &frontError{line: k.Line, msg: fmt.Sprintf("unknown key %q (known keys: %s)", truncate(k.Value, 60), strings.Join(knownKeys, ", "))}
 	}
 	return nil
+}
+
+// setText sets one of the single-value text keys (name, description,
+// language, model, greeting) from the scalar v.
+func setText(p *Persona, key string, v *yaml.Node, bad func(string, ...any) error) error {
+	if v.Kind != yaml.ScalarNode {
+		return bad("expected text, got %s", kindName(v))
+	}
+	s := strings.TrimSpace(v.Value)
+	if key != "greeting" && strings.ContainsAny(s, "\n\r") {
+		return bad("must be a single line")
+	}
+	switch key {
+	case "name":
+		if s != p.Name {
+			return bad("%q does not match the file name %q: a persona's name is its file name (rename the file or drop this key)", truncate(s, 60), p.Name+".md")
+		}
+	case "description":
+		p.Description = s
+	case "language":
+		if len(s) > 40 {
+			return bad("at most 40 characters (a language name or code such as English or de)")
+		}
+		p.Language = s
+	case "model":
+		p.Model = s
+	case "greeting":
+		p.Greeting = s
+	}
+	return nil
+}
+
+// parseTools reads the tools list v: tool names, each at most once.
+func parseTools(v *yaml.Node, bad func(string, ...any) error) ([]string, error) {
+	if v.Kind != yaml.SequenceNode {
+		return nil, bad("expected a list of tool names such as [current_time, web_fetch], got %s", kindName(v))
+	}
+	tools := make([]string, 0, len(v.Content))
+	for _, it := range v.Content {
+		if it.Kind != yaml.ScalarNode || !toolNameRe.MatchString(it.Value) {
+			return nil, &frontError{line: it.Line, msg: fmt.Sprintf("tools: %q is not a tool name (letters, digits, _ and -)", truncate(it.Value, 60))}
+		}
+		if slices.Contains(tools, it.Value) {
+			return nil, &frontError{line: it.Line, msg: fmt.Sprintf("tools: %q is listed twice", it.Value)}
+		}
+		tools = append(tools, it.Value)
+	}
+	return tools, nil
 }
 
 func kindName(n *yaml.Node) string {

@@ -203,29 +203,7 @@ func TestParse(t *testing.T) {
 	}
 }
 
-func TestAgentPersona(t *testing.T) {
-	p := Persona{Name: "r", Identity: "You report.", Language: "German", Model: "m", Temperature: f32(0.2), MaxTokens: 10, Tools: []string{}}
-	a := p.AgentPersona()
-	if a.Name != "r" || a.Model != "m" || a.MaxTokens != 10 || *a.Temperature != 0.2 {
-		t.Fatalf("AgentPersona = %+v", a)
-	}
-	if a.Tools == nil || len(a.Tools) != 0 {
-		t.Fatalf("empty tool list must stay empty and non-nil (no tools), got %#v", a.Tools)
-	}
-	if !strings.HasPrefix(a.Identity, "You report.") || !strings.Contains(a.Identity, "Write your replies in German") {
-		t.Fatalf("identity = %q", a.Identity)
-	}
-	*a.Temperature = 1.5
-	if *p.Temperature != 0.2 {
-		t.Fatal("AgentPersona shares the temperature pointer")
-	}
-	for _, lang := range []string{"", "auto", "Auto"} {
-		p := Persona{Identity: "Hi.", Language: lang}
-		if a := p.AgentPersona(); a.Identity != "Hi." || a.Tools != nil {
-			t.Fatalf("language %q: identity %q tools %#v", lang, a.Identity, a.Tools)
-		}
-	}
-}
+// TestAgentPersona moved to channels/hub with the conversion to agent.Persona.
 
 func TestFormatRoundTrip(t *testing.T) {
 	for _, p := range []Persona{

@@ -9,8 +9,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-
-	"github.com/switchboard-bot/switchboard/agent"
 )
 
 // DefaultName is the persona a Set falls back to when it holds one by that
@@ -171,18 +169,6 @@ func (s *Set) WithDefault(name string) (*Set, error) {
 		return nil, fmt.Errorf("personas: default persona %q: %w", name, ErrUnknownPersona)
 	}
 	return &Set{byName: s.byName, names: s.names, def: name}, nil
-}
-
-// Persona implements agent.PersonaSource: name "" is the Set's default.
-func (s *Set) Persona(name string) (agent.Persona, bool) {
-	if name == "" {
-		name = s.Default()
-	}
-	p, ok := s.Get(name)
-	if !ok {
-		return agent.Persona{}, false
-	}
-	return p.AgentPersona(), true
 }
 
 // CheckRules reports the personas named by the selection rules

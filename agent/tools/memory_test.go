@@ -14,13 +14,14 @@ import (
 	"github.com/switchboard-bot/switchboard/agent"
 	"github.com/switchboard-bot/switchboard/internal/testkit/fakellm"
 	"github.com/switchboard-bot/switchboard/memory"
+	"github.com/switchboard-bot/switchboard/memory/bolt"
 )
 
 var memNow = time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)
 
-func openStore(t *testing.T) *memory.Store {
+func openStore(t *testing.T) memory.Store {
 	t.Helper()
-	st, err := memory.Open(filepath.Join(t.TempDir(), "switchboard.db"), memory.Options{NoSync: true,
+	st, err := bolt.Open(filepath.Join(t.TempDir(), "switchboard.db"), memory.Options{NoSync: true,
 		Now: func() time.Time { return memNow }})
 	if err != nil {
 		t.Fatal(err)

@@ -49,6 +49,12 @@ type Memory struct {
 	epoch    string // makes generated message ids unique across restarts
 }
 
+var (
+	_ channels.Channel = (*Memory)(nil)
+	_ channels.Editor  = (*Memory)(nil)
+	_ channels.Typer   = (*Memory)(nil)
+)
+
 // NewMemory returns a Memory channel named name ("memory" if empty) that
 // splits answers at limit runes (0 = 4000) and allows an edit every interval.
 func NewMemory(name string, limit int, interval time.Duration) *Memory {

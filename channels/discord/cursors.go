@@ -3,6 +3,7 @@ package discord
 import (
 	"context"
 	"encoding/json"
+	"sort"
 	"time"
 )
 
@@ -27,7 +28,7 @@ const DefaultCursorFlush = 2 * time.Second
 
 // loadCursors starts tracking the channels saved by an earlier run, so the
 // first READY catches each of them up.
-func (c *Channel) loadCursors(ctx context.Context) {
+func (c *Adapter) loadCursors(ctx context.Context) {
 	if c.opts.Cursors == nil {
 		return
 	}
@@ -52,7 +53,7 @@ func (c *Channel) loadCursors(ctx context.Context) {
 }
 
 // snapshotCursors returns the tracked cursors as saved.
-func (c *Channel) snapshotCursors() map[string]string {
+func (c *Adapter) snapshotCursors() map[string]string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := make(map[string]string, len(c.cursors))
@@ -63,7 +64,7 @@ func (c *Channel) snapshotCursors() map[string]string {
 }
 
 // saveCursors writes the cursors now (a new channel appeared).
-func (c *Channel) saveCursors(ctx context.Context) {
+func (c *Adapter) saveCursors(ctx context.Context) {
 	if c.opts.Cursors == nil {
 		return
 	}
@@ -78,7 +79,7 @@ func (c *Channel) saveCursors(ctx context.Context) {
 
 // flushCursors saves the cursors every CursorFlush while ctx lives, and once
 // more when it ends.
-func (c *Channel) flushCursors(ctx context.Context) {
+func (c *Adapter) flushCursors(ctx context.Context) {
 	if c.opts.Cursors == nil {
 		return
 	}
@@ -105,4 +106,87 @@ func (c *Channel) flushCursors(ctx context.Context) {
 			save(ctx)
 		}
 	}
+}
+
+// cursor is the delivery state of one Discord channel (or thread).
+type cursor struct {
+	last   string // last message id delivered (or skipped on purpose)
+	behind bool   // a message after last could not be handed to the sink
+	seen   time.Time
+}
+
+func (c *Adapter) cursorOf(id string) (cursor, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cur, ok := c.cursors[id]
+	if !ok {
+		return cursor{}, false
+	}
+	return *cur, true
+}
+
+// setCursor moves the channel's cursor forward to last (never backwards),
+// starting to track the channel if needed.
+func (c *Adapter) setCursor(id, last string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cur, ok := c.cursors[id]
+	if !ok {
+		if len(c.cursors) >= c.opts.MaxTrackedChannels {
+			c.evictOldestLocked()
+		}
+		cur = &cursor{}
+		c.cursors[id] = cur
+	}
+	if cur.last == "" || snowLess(cur.last, last) {
+		cur.last = last
+	}
+	cur.seen = time.Now()
+}
+
+func (c *Adapter) markBehind(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cur, ok := c.cursors[id]; ok {
+		cur.behind = true
+	}
+}
+
+func (c *Adapter) clearBehind(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cur, ok := c.cursors[id]; ok {
+		cur.behind = false
+	}
+}
+
+func (c *Adapter) forget(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.cursors, id)
+}
+
+func (c *Adapter) evictOldestLocked() {
+	var oldest string
+	var at time.Time
+	for id, cur := range c.cursors {
+		if oldest == "" || cur.seen.Before(at) {
+			oldest, at = id, cur.seen
+		}
+	}
+	delete(c.cursors, oldest)
+}
+
+// trackedChannels lists tracked channel ids (only those behind if onlyBehind).
+func (c *Adapter) trackedChannels(onlyBehind bool) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ids := make([]string, 0, len(c.cursors))
+	for id, cur := range c.cursors {
+		if !onlyBehind || cur.behind {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	return ids
 }

@@ -37,7 +37,7 @@ func TestMessagesSentWhileStoppedAreFetchedAfterRestart(t *testing.T) {
 	withKV := func(o *Options) { o.Cursors = kv; o.CursorFlush = 10 * time.Millisecond }
 	fake := fakediscord.Start(t, fakediscord.Options{Token: testToken, HeartbeatInterval: 500 * time.Millisecond})
 
-	run := func() (*Channel, *recSink, context.CancelFunc, chan error) {
+	run := func() (*Adapter, *recSink, context.CancelFunc, chan error) {
 		ch, _ := newChannel(t, fake, withKV)
 		sink := newSink()
 		ctx, cancel := context.WithCancel(context.Background())

@@ -18,7 +18,7 @@ import (
 
 // run is the state of one Run call.
 type run struct {
-	c    *Channel
+	c    *Adapter
 	ctx  context.Context // canceled when Run returns
 	sink channels.Sink
 
@@ -29,63 +29,6 @@ type run struct {
 
 	disconnected chan struct{}
 	queue        chan item
-}
-
-// Run connects to the gateway and feeds messages to sink until ctx ends
-// (nil) or the connection fails in a way reconnecting cannot fix (error).
-func (c *Channel) Run(ctx context.Context, sink channels.Sink) error {
-	if sink == nil {
-		return errors.New("discord: Run: nil sink")
-	}
-	if !c.running.CompareAndSwap(false, true) {
-		return errors.New("discord: Run is already active")
-	}
-	defer c.running.Store(false)
-	defer c.ready.Store(false)
-
-	rctx, cancel := context.WithTimeout(ctx, c.opts.RequestTimeout)
-	me, err := c.rest.User("@me", discordgo.WithContext(rctx))
-	cancel()
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		var re *discordgo.RESTError
-		if errors.As(err, &re) && re.Response != nil && re.Response.StatusCode == http.StatusUnauthorized {
-			return errors.New("discord: the bot token was rejected (401 Unauthorized on GET /users/@me)")
-		}
-		return fmt.Errorf("discord: GET /users/@me: %w", err)
-	}
-	c.setBotID(me.ID)
-
-	runCtx, stop := context.WithCancel(ctx)
-	r := &run{
-		c:            c,
-		ctx:          runCtx,
-		sink:         sink,
-		dial:         &trackingDialer{},
-		disconnected: make(chan struct{}, 1),
-		queue:        make(chan item, 256),
-	}
-	c.loadCursors(runCtx)
-	workerDone := make(chan struct{})
-	go func() {
-		defer close(workerDone)
-		r.worker()
-	}()
-	flushDone := make(chan struct{})
-	go func() {
-		defer close(flushDone)
-		c.flushCursors(runCtx)
-	}()
-	defer func() {
-		stop()
-		r.closeGateway()
-		<-workerDone
-		<-flushDone
-	}()
-	c.log.Info("discord: connecting", "bot", me.Username)
-	return r.loop()
 }
 
 // loop opens the gateway, waits for the connection to end, and reopens.

@@ -88,7 +88,7 @@ func (b *syncBuffer) String() string {
 
 type harness struct {
 	fake *fakediscord.Server
-	ch   *Channel
+	ch   *Adapter
 	sink *recSink
 	logs *syncBuffer
 	done chan error
@@ -112,7 +112,7 @@ func testOptions(fake *fakediscord.Server, logs *syncBuffer) Options {
 }
 
 // newChannel builds an adapter against fake without running it.
-func newChannel(t *testing.T, fake *fakediscord.Server, mod func(*Options)) (*Channel, *syncBuffer) {
+func newChannel(t *testing.T, fake *fakediscord.Server, mod func(*Options)) (*Adapter, *syncBuffer) {
 	t.Helper()
 	logs := &syncBuffer{}
 	opts := testOptions(fake, logs)
@@ -203,3 +203,10 @@ func fmtMsgs(ms []channels.Message) string {
 	}
 	return b.String()
 }
+
+const (
+	guildID = "200000000000000001"
+	chanID  = "300000000000000001"
+	userID  = "400000000000000001"
+	dmID    = "500000000000000001"
+)

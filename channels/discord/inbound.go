@@ -33,13 +33,6 @@ type chanInfo struct {
 	dm       bool
 }
 
-// cursor is the delivery state of one Discord channel (or thread).
-type cursor struct {
-	last   string // last message id delivered (or skipped on purpose)
-	behind bool   // a message after last could not be handed to the sink
-	seen   time.Time
-}
-
 // worker processes queued items one at a time, in order.
 func (r *run) worker() {
 	retry := time.NewTicker(r.c.opts.CatchUpRetry)
@@ -174,7 +167,7 @@ func (r *run) catchUp(channelID string) {
 var mentionRE = regexp.MustCompile(`\s*<@!?(\d+)>\s*`)
 
 // normalize builds the channels.Message for m; false means "drop".
-func (c *Channel) normalize(ctx context.Context, m *discordgo.Message) (channels.Message, bool) {
+func (c *Adapter) normalize(ctx context.Context, m *discordgo.Message) (channels.Message, bool) {
 	botID := c.bot()
 	if botID != "" && m.Author.ID == botID {
 		return channels.Message{}, false // our own message
@@ -263,7 +256,7 @@ func isImage(a *discordgo.MessageAttachment) bool {
 
 // downloadImages fetches image attachments through the injected client,
 // skipping any larger than MaxMediaBytes. Failures are logged and skipped.
-func (c *Channel) downloadImages(ctx context.Context, m *discordgo.Message) []channels.Media {
+func (c *Adapter) downloadImages(ctx context.Context, m *discordgo.Message) []channels.Media {
 	limit := c.opts.MaxMediaBytes
 	if limit < 0 {
 		return nil
@@ -294,7 +287,7 @@ func (c *Channel) downloadImages(ctx context.Context, m *discordgo.Message) []ch
 	return out
 }
 
-func (c *Channel) fetch(ctx context.Context, u string, limit int64) ([]byte, string, error) {
+func (c *Adapter) fetch(ctx context.Context, u string, limit int64) ([]byte, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.RequestTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
@@ -321,7 +314,7 @@ func (c *Channel) fetch(ctx context.Context, u string, limit int64) ([]byte, str
 
 // ---- channel info ----
 
-func (c *Channel) rememberChannel(ch *discordgo.Channel) {
+func (c *Adapter) rememberChannel(ch *discordgo.Channel) {
 	if ch == nil || ch.ID == "" {
 		return
 	}
@@ -332,20 +325,20 @@ func (c *Channel) rememberChannel(ch *discordgo.Channel) {
 	c.putInfoLocked(ch.ID, info)
 }
 
-func (c *Channel) rememberDM(id string) {
+func (c *Adapter) rememberDM(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.putInfoLocked(id, chanInfo{dm: true})
 }
 
-func (c *Channel) putInfoLocked(id string, info chanInfo) {
+func (c *Adapter) putInfoLocked(id string, info chanInfo) {
 	if len(c.chans) >= 20000 {
 		clear(c.chans) // crude bound; entries are re-learned on demand
 	}
 	c.chans[id] = info
 }
 
-func (c *Channel) cachedInfo(id string) *chanInfo {
+func (c *Adapter) cachedInfo(id string) *chanInfo {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if info, ok := c.chans[id]; ok {
@@ -354,14 +347,14 @@ func (c *Channel) cachedInfo(id string) *chanInfo {
 	return nil
 }
 
-func (c *Channel) isDM(id string) bool {
+func (c *Adapter) isDM(id string) bool {
 	info := c.cachedInfo(id)
 	return info != nil && info.dm
 }
 
 // channelInfo returns what is known about a guild channel, asking the API
 // (GET /channels/{id}) when it was not announced by the gateway.
-func (c *Channel) channelInfo(ctx context.Context, id, guildID string) chanInfo {
+func (c *Adapter) channelInfo(ctx context.Context, id, guildID string) chanInfo {
 	if info := c.cachedInfo(id); info != nil {
 		return *info
 	}
@@ -377,84 +370,6 @@ func (c *Channel) channelInfo(ctx context.Context, id, guildID string) chanInfo 
 	}
 	c.rememberChannel(ch)
 	return *c.cachedInfo(id)
-}
-
-// ---- cursors ----
-
-func (c *Channel) cursorOf(id string) (cursor, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	cur, ok := c.cursors[id]
-	if !ok {
-		return cursor{}, false
-	}
-	return *cur, true
-}
-
-// setCursor moves the channel's cursor forward to last (never backwards),
-// starting to track the channel if needed.
-func (c *Channel) setCursor(id, last string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	cur, ok := c.cursors[id]
-	if !ok {
-		if len(c.cursors) >= c.opts.MaxTrackedChannels {
-			c.evictOldestLocked()
-		}
-		cur = &cursor{}
-		c.cursors[id] = cur
-	}
-	if cur.last == "" || snowLess(cur.last, last) {
-		cur.last = last
-	}
-	cur.seen = time.Now()
-}
-
-func (c *Channel) markBehind(id string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if cur, ok := c.cursors[id]; ok {
-		cur.behind = true
-	}
-}
-
-func (c *Channel) clearBehind(id string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if cur, ok := c.cursors[id]; ok {
-		cur.behind = false
-	}
-}
-
-func (c *Channel) forget(id string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.cursors, id)
-}
-
-func (c *Channel) evictOldestLocked() {
-	var oldest string
-	var at time.Time
-	for id, cur := range c.cursors {
-		if oldest == "" || cur.seen.Before(at) {
-			oldest, at = id, cur.seen
-		}
-	}
-	delete(c.cursors, oldest)
-}
-
-// trackedChannels lists tracked channel ids (only those behind if onlyBehind).
-func (c *Channel) trackedChannels(onlyBehind bool) []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ids := make([]string, 0, len(c.cursors))
-	for id, cur := range c.cursors {
-		if !onlyBehind || cur.behind {
-			ids = append(ids, id)
-		}
-	}
-	sort.Strings(ids)
-	return ids
 }
 
 // ---- snowflakes ----

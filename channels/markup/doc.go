@@ -4,17 +4,20 @@
 //
 // Design decisions:
 //   - Conversion parses with goldmark (CommonMark + GFM) and walks the AST with
-//     this package's own renderer (render.go); no regular expressions. One walker
-//     serves three dialects — Telegram HTML, Slack mrkdwn and plain text — so the
-//     plain fallback of a chunk always says the same thing as its markup.
+//     this package's own renderer; no regular expressions. render.go holds the
+//     renderer core, writer.go the line writer with its list and quote
+//     prefixes, blocks.go and inline.go the block and inline nodes, escape.go
+//     escaping and entity decoding. One walker serves three dialects — Telegram
+//     HTML, Slack mrkdwn and plain text — so the plain fallback of a chunk
+//     always says the same thing as its markup.
 //   - Raw HTML written by the model is escaped and shown as text, never passed
 //     through. Only absolute http(s)/mailto/ftp links (and tg:// on Telegram)
 //     become links; other destinations are shown as "text (url)".
-//   - Splitting (Split) works on the Markdown source: a line scanner tracks
-//     fenced code blocks and the text is cut into units (words; whole lines in
-//     code) that are packed greedily into chunks, cutting at the best-ranked
-//     place: blank line, line break, sentence end, space, then inside a word.
-//     Lengths are counted in runes.
+//   - Splitting (Split, split.go) works on the Markdown source: a line
+//     scanner tracks fenced code blocks and the text is cut into units (words;
+//     whole lines in code) that are packed greedily into chunks (pack.go),
+//     cutting at the best-ranked place: blank line, line break, sentence end,
+//     space, then inside a word. Lengths are counted in runes.
 //   - The per-platform Chunks functions split the Markdown, convert each piece,
 //     measure the result the way the platform counts (Telegram: UTF-16 units of
 //     the HTML text, a conservative bound because Telegram counts after entity

@@ -89,14 +89,14 @@ func testOptions(f *fakeslack.Server) Options {
 		PingInterval:     2 * time.Second,
 		HelloTimeout:     300 * time.Millisecond,
 		WatchdogTimeout:  time.Second,
-		ReconnectBackoff: 10 * time.Millisecond,
+		ReconnectMin:     10 * time.Millisecond,
 		HandshakeTimeout: 2 * time.Second,
 		EditInterval:     10 * time.Millisecond,
 	}
 }
 
 type running struct {
-	c    *Channel
+	c    *Adapter
 	sink *recorder
 	errc chan error
 	stop func() error
@@ -134,7 +134,7 @@ func start(t *testing.T, f *fakeslack.Server, opts Options, sink *recorder) *run
 }
 
 // waitReady waits until the adapter reports Ready.
-func waitReady(t *testing.T, c *Channel) {
+func waitReady(t *testing.T, c *Adapter) {
 	t.Helper()
 	deadline := time.Now().Add(wait)
 	for !c.Ready() {

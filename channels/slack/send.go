@@ -15,6 +15,7 @@ import (
 	slackapi "github.com/slack-go/slack"
 
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/markup"
 )
 
 // permanentCodes are Slack API errors that no retry can fix.
@@ -38,7 +39,7 @@ var ambiguousCodes = map[string]bool{"internal_error": true, "fatal_error": true
 
 // Send posts one chunk with chat.postMessage (mrkdwn text; thread_ts when the
 // target has a thread) and returns the message ts.
-func (c *Channel) Send(ctx context.Context, out channels.Outgoing) (string, error) {
+func (c *Adapter) Send(ctx context.Context, out channels.Outgoing) (string, error) {
 	if out.Target.ChatID == "" {
 		return "", channels.Permanent(errors.New("slack: send: no channel id"))
 	}
@@ -64,7 +65,7 @@ func (c *Channel) Send(ctx context.Context, out channels.Outgoing) (string, erro
 
 // Edit replaces a message's text with chat.update. messageID is the ts Send
 // returned (a "<channel>:<ts>" id is accepted too).
-func (c *Channel) Edit(ctx context.Context, target channels.Target, messageID string, text string) error {
+func (c *Adapter) Edit(ctx context.Context, target channels.Target, messageID string, text string) error {
 	if i := strings.LastIndexByte(messageID, ':'); i >= 0 {
 		messageID = messageID[i+1:]
 	}
@@ -144,7 +145,7 @@ const typingStatus = "is thinking…"
 // assistant.threads.setStatus and clears it on stop. Elsewhere Slack offers
 // bots no typing indicator, so it posts nothing and stop is a no-op. Failures
 // are logged, never returned. stop is idempotent and bounded by a 3s timeout.
-func (c *Channel) StartTyping(ctx context.Context, target channels.Target) (stop func()) {
+func (c *Adapter) StartTyping(ctx context.Context, target channels.Target) (stop func()) {
 	if !c.isAssistantThread(target) {
 		return func() {}
 	}
@@ -170,7 +171,7 @@ func (c *Channel) StartTyping(ctx context.Context, target channels.Target) (stop
 // during chat.postMessage the shared outbound path asks before resending, so
 // a post that did land is not duplicated (DESIGN §2). It returns the ts of
 // the message when found.
-func (c *Channel) Delivered(ctx context.Context, out channels.Outgoing, since time.Time) (string, bool, error) {
+func (c *Adapter) Delivered(ctx context.Context, out channels.Outgoing, since time.Time) (string, bool, error) {
 	text := out.Text
 	if strings.TrimSpace(text) == "" {
 		text = out.Plain
@@ -207,3 +208,10 @@ func (c *Channel) Delivered(ctx context.Context, out channels.Outgoing, since ti
 	}
 	return "", false, nil
 }
+
+// ChunkLimit is the length Format splits answers under (Slack truncates near
+// 40,000 characters; long messages are hard to read well before that).
+const ChunkLimit = 3500
+
+// Format converts Markdown to Slack mrkdwn chunks under ChunkLimit.
+func (c *Adapter) Format(md string) []channels.Chunk { return markup.SlackChunks(md, ChunkLimit) }

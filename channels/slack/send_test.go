@@ -127,34 +127,6 @@ func TestSendTransportFailures(t *testing.T) {
 	}
 }
 
-func TestNewValidatesOptions(t *testing.T) {
-	tests := []struct {
-		name string
-		opts Options
-		want string
-	}{
-		{"no bot token", Options{AppToken: "xapp"}, "SLACK_BOT_TOKEN"},
-		{"socket mode without app token", Options{BotToken: "xoxb"}, "SLACK_APP_TOKEN"},
-		{"http mode without signing secret", Options{BotToken: "xoxb", Mode: ModeHTTP}, "SLACK_SIGNING_SECRET"},
-		{"unknown mode", Options{BotToken: "xoxb", Mode: "rtm"}, `unknown mode "rtm"`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := New(tt.opts)
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("err = %v, want it to mention %q", err, tt.want)
-			}
-		})
-	}
-	c, err := New(Options{BotToken: "xoxb-very-secret", AppToken: "xapp-very-secret", SigningSecret: "shh"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s := c.String(); strings.Contains(s, "secret") || strings.Contains(s, "shh") {
-		t.Fatalf("String() leaks a secret: %q", s)
-	}
-}
-
 func TestFormatProducesMrkdwnChunks(t *testing.T) {
 	c, err := New(Options{BotToken: "xoxb", AppToken: "xapp"})
 	if err != nil {
@@ -216,5 +188,27 @@ func TestDeliveredFindsPostsThatLanded(t *testing.T) {
 	}
 	if id, found, err := r.c.Delivered(ctx, channels.Outgoing{Target: thread, Text: "in the thread"}, since); err != nil || !found || id != tts {
 		t.Fatalf("Delivered(thread) = %q, %v, %v; want %q", id, found, err, tts)
+	}
+}
+
+func TestAssistantThreadStatusAsTyping(t *testing.T) {
+	f := fakeslack.New(t, fakeslack.Options{})
+	r := start(t, f, testOptions(f), newRecorder())
+
+	ch, thread, env := f.AssistantThreadStarted("U1")
+	f.WaitAcked(t, env, wait)
+	stop := r.c.StartTyping(context.Background(), channels.Target{Channel: "slack", ChatID: ch, ThreadID: thread})
+	stop()
+	stop() // idempotent
+	st := f.Statuses()
+	if len(st) != 2 || st[0] != (fakeslack.Status{Channel: ch, ThreadTS: thread, Status: typingStatus}) ||
+		st[1] != (fakeslack.Status{Channel: ch, ThreadTS: thread, Status: ""}) {
+		t.Fatalf("statuses = %+v, want set then cleared once", st)
+	}
+
+	// Outside an assistant thread nothing is posted.
+	r.c.StartTyping(context.Background(), channels.Target{Channel: "slack", ChatID: "C1"})()
+	if n := f.Calls("assistant.threads.setStatus") + f.Calls("chat.postMessage"); n != 2 {
+		t.Fatalf("%d calls, want no new call for a plain channel", n-2)
 	}
 }

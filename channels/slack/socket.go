@@ -22,7 +22,7 @@ import (
 // when a byte last arrived (pings included) and how many are open.
 type connTracker struct {
 	lastRead atomic.Int64  // unix nanos
-	live     *atomic.Int32 // open connections of the Channel (all its clients)
+	live     *atomic.Int32 // open connections of the Adapter (all its clients)
 	maxLive  *atomic.Int32 // the most that were ever open at once
 }
 
@@ -70,8 +70,8 @@ var errRestart = errors.New("slack: socket mode watchdog restart")
 
 // runSocket runs socketmode clients one after another until ctx ends or Slack
 // rejects the app token.
-func (c *Channel) runSocket(ctx context.Context, sink channels.Sink) error {
-	backoff := c.opts.ReconnectBackoff
+func (c *Adapter) runSocket(ctx context.Context, sink channels.Sink) error {
+	backoff := c.opts.ReconnectMin
 	for {
 		healthy, err := c.runClient(ctx, sink)
 		c.ready.Store(false)
@@ -82,7 +82,7 @@ func (c *Channel) runSocket(ctx context.Context, sink channels.Sink) error {
 			return err
 		}
 		if healthy {
-			backoff = c.opts.ReconnectBackoff
+			backoff = c.opts.ReconnectMin
 		}
 		c.log.Warn("slack: socket mode connection looks dead; reconnecting", "reason", err, "backoff", backoff)
 		t := time.NewTimer(backoff)
@@ -92,14 +92,22 @@ func (c *Channel) runSocket(ctx context.Context, sink channels.Sink) error {
 			return nil
 		case <-t.C:
 		}
-		backoff = min(backoff*2, c.opts.MaxReconnectBackoff)
+		backoff = min(backoff*2, c.opts.ReconnectMax)
 	}
+}
+
+// clientState is what runClient knows about its client's current connection.
+type clientState struct {
+	connected   bool
+	connectedAt time.Time
+	hello       bool
+	healthy     bool // a hello arrived at some point
 }
 
 // runClient runs one socketmode client. It returns errRestart (wrapped) when
 // the watchdog fired, nil when ctx ended, or a fatal error; healthy reports
 // whether the client ever got a hello. The client is fully stopped on return.
-func (c *Channel) runClient(ctx context.Context, sink channels.Sink) (healthy bool, err error) {
+func (c *Adapter) runClient(ctx context.Context, sink channels.Sink) (healthy bool, err error) {
 	tracker := &connTracker{live: &c.liveConns, maxLive: &c.maxLiveConns}
 	smc := socketmode.New(c.api,
 		socketmode.OptionPingInterval(c.opts.PingInterval),
@@ -121,76 +129,87 @@ func (c *Channel) runClient(ctx context.Context, sink channels.Sink) (healthy bo
 	ticker := time.NewTicker(tick)
 	defer ticker.Stop()
 
-	var (
-		connected   bool
-		connectedAt time.Time
-		hello       bool
-	)
+	var st clientState
 	for {
 		select {
 		case <-ctx.Done():
-			return healthy, nil
+			return st.healthy, nil
 		case err := <-done:
 			stopped = true
 			if ctx.Err() != nil {
-				return healthy, nil
+				return st.healthy, nil
 			}
-			return healthy, describeAuthError("app-level token", "SLACK_APP_TOKEN", "apps.connections.open", err)
+			return st.healthy, describeAuthError("app-level token", "SLACK_APP_TOKEN", "apps.connections.open", err)
 		case now := <-ticker.C:
-			if !connected {
-				continue
-			}
-			if !hello && now.Sub(connectedAt) > c.opts.HelloTimeout {
-				return healthy, errors.Join(errRestart, errors.New("no hello after connecting"))
-			}
-			if last := time.Unix(0, tracker.lastRead.Load()); now.Sub(last) > c.opts.WatchdogTimeout {
-				return healthy, errors.Join(errRestart, errors.New("nothing received"))
+			if err := c.watchdog(now, &st, tracker); err != nil {
+				return st.healthy, err
 			}
 		case evt := <-smc.Events:
-			switch evt.Type {
-			case socketmode.EventTypeConnecting:
-				c.ready.Store(false)
-				connected, hello = false, false
-			case socketmode.EventTypeConnected:
-				connected, connectedAt, hello = true, time.Now(), false
-			case socketmode.EventTypeHello:
-				hello, healthy = true, true
-				c.ready.Store(true)
-				c.log.Info("slack: socket mode connected")
-			case socketmode.EventTypeConnectionError:
-				c.ready.Store(false)
-				connected = false
-				if ce, ok := evt.Data.(*slackapi.ConnectionErrorEvent); ok {
-					c.log.Warn("slack: socket mode connection failed", "attempt", ce.Attempt, "backoff", ce.Backoff, "err", ce.ErrorObj)
-				}
-			case socketmode.EventTypeInvalidAuth:
-				c.ready.Store(false)
-			case socketmode.EventTypeIncomingError:
-				c.log.Debug("slack: socket read error", "err", evt.Data)
-			case socketmode.EventTypeErrorBadMessage:
-				c.ackBadMessage(ctx, smc, evt)
-			case socketmode.EventTypeEventsAPI:
-				c.handleEnvelope(ctx, smc, sink, evt)
-			case socketmode.EventTypeInteractive, socketmode.EventTypeSlashCommand:
-				// Not used by Switchboard; acknowledge so Slack stops retrying.
-				if evt.Request != nil {
-					_ = smc.AckCtx(ctx, evt.Request.EnvelopeID, nil)
-				}
-			}
+			c.onEvent(ctx, smc, sink, evt, &st)
+		}
+	}
+}
+
+// watchdog returns errRestart (wrapped) when the current connection brought
+// no hello within HelloTimeout or nothing at all within WatchdogTimeout.
+func (c *Adapter) watchdog(now time.Time, st *clientState, tracker *connTracker) error {
+	if !st.connected {
+		return nil
+	}
+	if !st.hello && now.Sub(st.connectedAt) > c.opts.HelloTimeout {
+		return errors.Join(errRestart, errors.New("no hello after connecting"))
+	}
+	if last := time.Unix(0, tracker.lastRead.Load()); now.Sub(last) > c.opts.WatchdogTimeout {
+		return errors.Join(errRestart, errors.New("nothing received"))
+	}
+	return nil
+}
+
+// onEvent follows the connection's state through one socketmode event and
+// hands envelopes to the sink.
+func (c *Adapter) onEvent(ctx context.Context, smc *socketmode.Client, sink channels.Sink, evt socketmode.Event, st *clientState) {
+	switch evt.Type {
+	case socketmode.EventTypeConnecting:
+		c.ready.Store(false)
+		st.connected, st.hello = false, false
+	case socketmode.EventTypeConnected:
+		st.connected, st.connectedAt, st.hello = true, time.Now(), false
+	case socketmode.EventTypeHello:
+		st.hello, st.healthy = true, true
+		c.ready.Store(true)
+		c.log.Info("slack: socket mode connected")
+	case socketmode.EventTypeConnectionError:
+		c.ready.Store(false)
+		st.connected = false
+		if ce, ok := evt.Data.(*slackapi.ConnectionErrorEvent); ok {
+			c.log.Warn("slack: socket mode connection failed", "attempt", ce.Attempt, "backoff", ce.Backoff, "err", ce.ErrorObj)
+		}
+	case socketmode.EventTypeInvalidAuth:
+		c.ready.Store(false)
+	case socketmode.EventTypeIncomingError:
+		c.log.Debug("slack: socket read error", "err", evt.Data)
+	case socketmode.EventTypeErrorBadMessage:
+		c.ackBadMessage(ctx, smc, evt)
+	case socketmode.EventTypeEventsAPI:
+		c.handleEnvelope(ctx, smc, sink, evt)
+	case socketmode.EventTypeInteractive, socketmode.EventTypeSlashCommand:
+		// Not used by Switchboard; acknowledge so Slack stops retrying.
+		if evt.Request != nil {
+			_ = smc.AckCtx(ctx, evt.Request.EnvelopeID, nil)
 		}
 	}
 }
 
 // handleEnvelope turns an events_api envelope into a message, hands it to the
 // sink and acknowledges it only when Handle succeeded (or nothing needed handling).
-func (c *Channel) handleEnvelope(ctx context.Context, smc *socketmode.Client, sink channels.Sink, evt socketmode.Event) {
+func (c *Adapter) handleEnvelope(ctx context.Context, smc *socketmode.Client, sink channels.Sink, evt socketmode.Event) {
 	if evt.Request == nil {
 		return
 	}
 	req := evt.Request
 	ev, ok := evt.Data.(slackevents.EventsAPIEvent)
 	if ok {
-		msg, deliver := c.convert(ctx, ev)
+		msg, deliver := c.normalize(ctx, ev)
 		if deliver {
 			if err := sink.Handle(ctx, msg); err != nil {
 				c.log.Warn("slack: message not persisted; leaving envelope unacknowledged so Slack redelivers",
@@ -211,7 +230,7 @@ func (c *Channel) handleEnvelope(ctx context.Context, smc *socketmode.Client, si
 // ackBadMessage acknowledges an envelope socketmode could not parse (for
 // example an event type slack-go does not know): it can never be handled, and
 // leaving it unacked would only make Slack retry it.
-func (c *Channel) ackBadMessage(ctx context.Context, smc *socketmode.Client, evt socketmode.Event) {
+func (c *Adapter) ackBadMessage(ctx context.Context, smc *socketmode.Client, evt socketmode.Event) {
 	bad, ok := evt.Data.(*socketmode.ErrorBadMessage)
 	if !ok {
 		return

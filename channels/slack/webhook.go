@@ -1,6 +1,7 @@
 package slack
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -13,14 +14,30 @@ import (
 	"time"
 
 	"github.com/slack-go/slack/slackevents"
+	"github.com/switchboard-bot/switchboard/channels"
 )
 
 // maxWebhookBody bounds an Events API request body.
 const maxWebhookBody = 1 << 20
 
+// runHTTP serves HTTP mode: WebhookHandler hands events to sink while ctx lasts.
+func (c *Adapter) runHTTP(ctx context.Context, sink channels.Sink) error {
+	c.sinkMu.Lock()
+	c.sink = sink
+	c.sinkMu.Unlock()
+	c.ready.Store(true)
+	c.log.Info("slack: receiving events over HTTP", "bot_user", c.BotUserID(), "pattern", c.WebhookPattern())
+	<-ctx.Done()
+	c.ready.Store(false)
+	c.sinkMu.Lock()
+	c.sink = nil
+	c.sinkMu.Unlock()
+	return nil
+}
+
 // WebhookPattern is where the daemon mounts WebhookHandler.
 // It is empty in Socket Mode, so the daemon mounts nothing.
-func (c *Channel) WebhookPattern() string {
+func (c *Adapter) WebhookPattern() string {
 	if c.opts.Mode != ModeHTTP {
 		return ""
 	}
@@ -31,9 +48,9 @@ func (c *Channel) WebhookPattern() string {
 // is verified first; url_verification is answered with its challenge; an
 // event_callback is answered 200 once the sink persisted it (500 if it could
 // not, so Slack retries; 503 while Run is not running).
-func (c *Channel) WebhookHandler() http.Handler { return http.HandlerFunc(c.serveEvents) }
+func (c *Adapter) WebhookHandler() http.Handler { return http.HandlerFunc(c.serveEvents) }
 
-func (c *Channel) serveEvents(w http.ResponseWriter, r *http.Request) {
+func (c *Adapter) serveEvents(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxWebhookBody))
 	if err != nil {
 		http.Error(w, "request body too large or unreadable", http.StatusRequestEntityTooLarge)
@@ -93,7 +110,7 @@ func (c *Channel) serveEvents(w http.ResponseWriter, r *http.Request) {
 	// Serialize conversion and Handle so messages reach the sink in arrival order.
 	c.handleMu.Lock()
 	defer c.handleMu.Unlock()
-	msg, deliver := c.convert(ctx, ev)
+	msg, deliver := c.normalize(ctx, ev)
 	if deliver {
 		if err := sink.Handle(ctx, msg); err != nil {
 			c.log.Warn("slack: message not persisted; answering 500 so Slack retries", "message_id", msg.MessageID, "err", err)
@@ -113,7 +130,7 @@ var (
 // verifySignature checks Slack's v0 request signature: "v0=" + hex
 // HMAC-SHA256(signing secret, "v0:" + timestamp + ":" + body), with the
 // timestamp within SignatureMaxAge of Now.
-func (c *Channel) verifySignature(h http.Header, body []byte) error {
+func (c *Adapter) verifySignature(h http.Header, body []byte) error {
 	sig, tsHeader := h.Get("X-Slack-Signature"), h.Get("X-Slack-Request-Timestamp")
 	if sig == "" || tsHeader == "" || !strings.HasPrefix(sig, "v0=") {
 		return errNoSignature

@@ -1,6 +1,7 @@
 package slack
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/internal/testkit/fakeslack"
@@ -142,4 +144,60 @@ func TestHTTPModeURLVerificationAndFailures(t *testing.T) {
 	if n := len(sink.all()); n != 1 {
 		t.Fatalf("sink saw %d messages, want only the failed one", n)
 	}
+}
+
+type failingTransport struct{}
+
+func (failingTransport) RoundTrip(*http.Request) (*http.Response, error) {
+	return nil, errors.New("offline")
+}
+
+// FuzzWebhookPayload feeds arbitrary, correctly signed bodies to the HTTP
+// handler: it must never panic, answer only with the statuses Slack expects,
+// and hand the sink only well-formed messages.
+func FuzzWebhookPayload(f *testing.F) {
+	f.Add(`{"type":"url_verification","challenge":"abc"}`)
+	f.Add(`{"type":"event_callback","event_id":"Ev1","event":{"type":"message","channel":"D1","user":"U1","text":"hi <@UBOT>","ts":"1.2","channel_type":"im"}}`)
+	f.Add(`{"type":"event_callback","event":{"type":"app_mention","channel":"C1","user":"U1","text":"<@UBOT|bot> yo","ts":"1700000000.000001","thread_ts":"1700000000.000000"}}`)
+	f.Add(`{"type":"event_callback","event":{"type":"message","subtype":"file_share","channel":"C1","user":"U1","ts":"1.1","files":[{"id":"F","mimetype":"image/png","url_private":"http://x/y"}]}}`)
+	f.Add(`{"type":"event_callback","event":null}`)
+	f.Add(`{"type":"app_rate_limited","minute_rate_limited":1}`)
+	f.Add(`[]`)
+	now := time.Unix(1_700_000_000, 0)
+	c, err := New(Options{BotToken: "xoxb", Mode: ModeHTTP, SigningSecret: secret, Now: func() time.Time { return now },
+		HTTPClient: &http.Client{Transport: failingTransport{}}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	bot, botID := "UBOT", "BBOT"
+	c.botUser.Store(&bot)
+	c.botID.Store(&botID)
+	var got []channels.Message
+	c.sink = channels.SinkFunc(func(_ context.Context, m channels.Message) error {
+		got = append(got, m)
+		return nil
+	})
+	h := c.WebhookHandler()
+	f.Fuzz(func(t *testing.T, body string) {
+		got = got[:0]
+		req := fakeslack.SignedRequest("http://127.0.0.1/webhooks/slack/events", secret, now, []byte(body))
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		switch rec.Code {
+		case http.StatusOK, http.StatusBadRequest:
+		default:
+			t.Fatalf("status %d for %q", rec.Code, body)
+		}
+		for _, m := range got {
+			if m.Channel != "slack" || m.ChatID == "" || !strings.HasPrefix(m.MessageID, m.ChatID+":") {
+				t.Fatalf("malformed message %+v from %q", m, body)
+			}
+			if strings.Contains(m.Text, "<@UBOT>") || strings.Contains(m.Text, "<@UBOT|") {
+				t.Fatalf("mention not stripped: %q", m.Text)
+			}
+			if utf8.ValidString(body) && !utf8.ValidString(m.Text) {
+				t.Fatalf("text became invalid UTF-8: %q", m.Text)
+			}
+		}
+	})
 }

@@ -16,89 +16,13 @@ import (
 	"github.com/go-telegram/bot/models"
 
 	"github.com/switchboard-bot/switchboard/channels"
-	"github.com/switchboard-bot/switchboard/internal/redact"
 )
 
 // allowedUpdates is what Run asks Telegram for. Edited messages are fetched
 // only to be logged and ignored (see the package doc).
 var allowedUpdates = []string{models.AllowedUpdateMessage, models.AllowedUpdateEditedMessage}
 
-// Run connects and pushes inbound messages into sink until ctx is canceled
-// (nil) or the Bot API rejects the token or the webhook cannot be set (error;
-// the supervisor restarts Run with backoff). It calls getMe, registers the
-// command menu, then either deletes any webhook and long-polls, or sets the
-// webhook and waits for deliveries to WebhookHandler.
-func (c *Channel) Run(ctx context.Context, sink channels.Sink) error {
-	if sink == nil {
-		return errors.New("telegram: Run needs a sink")
-	}
-	if !c.running.CompareAndSwap(false, true) {
-		return errors.New("telegram: Run is already active")
-	}
-	defer func() {
-		c.ready.Store(false)
-		c.sink.Store(nil)
-		c.running.Store(false)
-	}()
-
-	cctx, cancel := c.callCtx(ctx)
-	me, err := c.bot.GetMe(cctx)
-	cancel()
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return fmt.Errorf("telegram: getMe: %w", c.redact(err))
-	}
-	c.me.Store(me)
-	c.log.Info("connected", "bot", me.Username, "mode", c.opts.Mode)
-	c.registerCommands(ctx)
-
-	if c.opts.Mode == ModeWebhook {
-		return c.runWebhook(ctx, sink)
-	}
-	return c.runPolling(ctx, sink)
-}
-
-func (c *Channel) registerCommands(ctx context.Context) {
-	if len(c.opts.Commands) == 0 {
-		return
-	}
-	cmds := make([]models.BotCommand, 0, len(c.opts.Commands))
-	for _, cmd := range c.opts.Commands {
-		cmds = append(cmds, models.BotCommand{Command: cmd.Name, Description: cmd.Description})
-	}
-	cctx, cancel := c.callCtx(ctx)
-	defer cancel()
-	if _, err := c.bot.SetMyCommands(cctx, &bot.SetMyCommandsParams{Commands: cmds}); err != nil {
-		c.log.Warn("setMyCommands failed; the command menu may be stale", "err", c.redact(err))
-	}
-}
-
-func (c *Channel) runWebhook(ctx context.Context, sink channels.Sink) error {
-	// Accept deliveries from the moment Telegram may send them: it can deliver
-	// before our setWebhook call has returned.
-	c.sink.Store(&sinkBox{sink})
-	cctx, cancel := c.callCtx(ctx)
-	_, err := c.bot.SetWebhook(cctx, &bot.SetWebhookParams{
-		URL:            c.opts.WebhookURL,
-		SecretToken:    c.opts.WebhookSecret,
-		AllowedUpdates: allowedUpdates,
-	})
-	cancel()
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return fmt.Errorf("telegram: setWebhook: %w", c.redact(err))
-	}
-	c.ready.Store(true)
-	c.log.Info("webhook set", "url", redact.URL(c.opts.WebhookURL))
-	<-ctx.Done()
-	return nil
-}
-
-func (c *Channel) runPolling(ctx context.Context, sink channels.Sink) error {
+func (c *Adapter) runPolling(ctx context.Context, sink channels.Sink) error {
 	cctx, cancel := c.callCtx(ctx)
 	_, err := c.bot.DeleteWebhook(cctx, &bot.DeleteWebhookParams{})
 	cancel()
@@ -125,17 +49,11 @@ func (c *Channel) runPolling(ctx context.Context, sink channels.Sink) error {
 				return nil
 			}
 			c.ready.Store(false)
-			var ae *apiError
-			if errors.As(err, &ae) && (ae.Code == http.StatusUnauthorized || ae.Code == http.StatusNotFound) {
-				return fmt.Errorf("telegram: getUpdates: %w", err)
+			wait, fatal := c.pollFailed(err, &pollBackoff)
+			if fatal != nil {
+				return fatal
 			}
-			pollBackoff = c.nextBackoff(pollBackoff)
-			wait := pollBackoff
-			if ae != nil && ae.RetryAfter > 0 {
-				wait = time.Duration(ae.RetryAfter) * time.Second
-			}
-			c.log.Warn("getUpdates failed", "err", err, "retry_in", wait)
-			if channels.SleepContext(ctx, wait) != nil {
+			if sleepCtx(ctx, wait) != nil {
 				return nil
 			}
 			continue
@@ -144,37 +62,14 @@ func (c *Channel) runPolling(ctx context.Context, sink channels.Sink) error {
 		c.lastOK.Store(c.now().UnixNano())
 		c.ready.Store(true)
 
-		failed := false
-		for _, raw := range batch {
-			var head struct {
-				UpdateID int64 `json:"update_id"`
+		if id, err := c.handleBatch(ctx, sink, batch, &offset); err != nil {
+			if ctx.Err() != nil {
+				return nil
 			}
-			if err := json.Unmarshal(raw, &head); err != nil || head.UpdateID == 0 {
-				c.log.Error("getUpdates returned an update without update_id; skipped", "err", err)
-				continue
-			}
-			var upd models.Update
-			if err := json.Unmarshal(raw, &upd); err != nil {
-				// A payload the library's models cannot represent would
-				// fail forever: confirm it and move on.
-				c.log.Error("undecodable update skipped", "update_id", head.UpdateID, "err", err)
-				offset = head.UpdateID + 1
-				continue
-			}
-			if err := c.dispatch(ctx, sink, &upd); err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				handleBackoff = c.nextBackoff(handleBackoff)
-				c.log.Warn("update not accepted by the handler; it will be fetched again",
-					"update_id", head.UpdateID, "err", err, "retry_in", handleBackoff)
-				failed = true
-				break
-			}
-			offset = head.UpdateID + 1
-		}
-		if failed {
-			if channels.SleepContext(ctx, handleBackoff) != nil {
+			handleBackoff = c.nextBackoff(handleBackoff)
+			c.log.Warn("update not accepted by the handler; it will be fetched again",
+				"update_id", id, "err", err, "retry_in", handleBackoff)
+			if sleepCtx(ctx, handleBackoff) != nil {
 				return nil
 			}
 		} else {
@@ -183,7 +78,67 @@ func (c *Channel) runPolling(ctx context.Context, sink channels.Sink) error {
 	}
 }
 
-func (c *Channel) nextBackoff(d time.Duration) time.Duration {
+// pollFailed decides what a failed getUpdates means: a rejected token ends
+// Run (fatal); anything else is waited out (Telegram's retry_after, or the
+// next backoff step).
+func (c *Adapter) pollFailed(err error, backoff *time.Duration) (wait time.Duration, fatal error) {
+	var ae *apiError
+	if errors.As(err, &ae) && (ae.Code == http.StatusUnauthorized || ae.Code == http.StatusNotFound) {
+		return 0, fmt.Errorf("telegram: getUpdates: %w", err)
+	}
+	*backoff = c.nextBackoff(*backoff)
+	wait = *backoff
+	if ae != nil && ae.RetryAfter > 0 {
+		wait = time.Duration(ae.RetryAfter) * time.Second
+	}
+	c.log.Warn("getUpdates failed", "err", err, "retry_in", wait)
+	return wait, nil
+}
+
+// handleBatch hands a batch's updates to the sink in order, moving *offset
+// past each accepted (or undecodable) one. It stops at the first update the
+// sink refuses and returns its id and the error, so it is fetched again.
+func (c *Adapter) handleBatch(ctx context.Context, sink channels.Sink, batch []json.RawMessage, offset *int64) (int64, error) {
+	for _, raw := range batch {
+		var head struct {
+			UpdateID int64 `json:"update_id"`
+		}
+		if err := json.Unmarshal(raw, &head); err != nil || head.UpdateID == 0 {
+			c.log.Error("getUpdates returned an update without update_id; skipped", "err", err)
+			continue
+		}
+		var upd models.Update
+		if err := json.Unmarshal(raw, &upd); err != nil {
+			// A payload the library's models cannot represent would
+			// fail forever: confirm it and move on.
+			c.log.Error("undecodable update skipped", "update_id", head.UpdateID, "err", err)
+			*offset = head.UpdateID + 1
+			continue
+		}
+		if err := c.dispatch(ctx, sink, &upd); err != nil {
+			return head.UpdateID, err
+		}
+		*offset = head.UpdateID + 1
+	}
+	return 0, nil
+}
+
+// sleepCtx waits d or until ctx ends (its error then).
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func (c *Adapter) nextBackoff(d time.Duration) time.Duration {
 	if d <= 0 {
 		return c.opts.RetryMin
 	}
@@ -192,7 +147,7 @@ func (c *Channel) nextBackoff(d time.Duration) time.Duration {
 
 // dispatch normalizes one update and hands it to the sink; ignored updates
 // return nil (they are confirmed).
-func (c *Channel) dispatch(ctx context.Context, sink channels.Sink, upd *models.Update) error {
+func (c *Adapter) dispatch(ctx context.Context, sink channels.Sink, upd *models.Update) error {
 	msg, ok := c.normalize(ctx, upd)
 	if !ok {
 		return nil
@@ -216,7 +171,7 @@ func (e *apiError) Error() string {
 }
 
 // getUpdates performs one long poll. offset 0 asks for every unconfirmed update.
-func (c *Channel) getUpdates(ctx context.Context, offset int64) ([]json.RawMessage, error) {
+func (c *Adapter) getUpdates(ctx context.Context, offset int64) ([]json.RawMessage, error) {
 	params := struct {
 		Offset         int64    `json:"offset,omitempty"`
 		Timeout        int      `json:"timeout"`

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-telegram/bot"
@@ -17,6 +18,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/markup"
 )
 
 // MigratedError reports that a group was upgraded to a supergroup: Telegram
@@ -51,7 +53,7 @@ func (e *MigratedError) MovedTo() channels.Target {
 // was written (refused dial, a kept-alive connection the server had closed)
 // → Temporary; a transport failure after the request may have been written
 // → Ambiguous.
-func (c *Channel) Send(ctx context.Context, out channels.Outgoing) (string, error) {
+func (c *Adapter) Send(ctx context.Context, out channels.Outgoing) (string, error) {
 	chatID, err := parseChatID(out.Target.ChatID)
 	if err != nil {
 		return "", channels.Permanent(err)
@@ -98,7 +100,7 @@ func (c *Channel) Send(ctx context.Context, out channels.Outgoing) (string, erro
 	return strconv.FormatInt(msg.Chat.ID, 10) + ":" + strconv.Itoa(msg.ID), nil
 }
 
-func (c *Channel) sendMessage(ctx context.Context, p *bot.SendMessageParams) (*models.Message, error) {
+func (c *Adapter) sendMessage(ctx context.Context, p *bot.SendMessageParams) (*models.Message, error) {
 	ctx, cancel := c.callCtx(ctx)
 	defer cancel()
 	return c.bot.SendMessage(ctx, p)
@@ -107,7 +109,7 @@ func (c *Channel) sendMessage(ctx context.Context, p *bot.SendMessageParams) (*m
 // Edit replaces the text of a message the bot sent (HTML). "message is not
 // modified" counts as success; markup Telegram cannot parse is retried once
 // as plain text.
-func (c *Channel) Edit(ctx context.Context, target channels.Target, messageID string, text string) error {
+func (c *Adapter) Edit(ctx context.Context, target channels.Target, messageID string, text string) error {
 	chatID, err := parseChatID(target.ChatID)
 	if err != nil {
 		return channels.Permanent(err)
@@ -135,7 +137,7 @@ func (c *Channel) Edit(ctx context.Context, target channels.Target, messageID st
 	return c.classify(err, target)
 }
 
-func (c *Channel) editMessage(ctx context.Context, p *bot.EditMessageTextParams) error {
+func (c *Adapter) editMessage(ctx context.Context, p *bot.EditMessageTextParams) error {
 	ctx, cancel := c.callCtx(ctx)
 	defer cancel()
 	_, err := c.bot.EditMessageText(ctx, p)
@@ -145,12 +147,12 @@ func (c *Channel) editMessage(ctx context.Context, p *bot.EditMessageTextParams)
 // WaitSendSlot implements channels.Pacer: the shared outbound path waits
 // for the slot before recording its send intent, then calls Send with
 // Outgoing.Paced set.
-func (c *Channel) WaitSendSlot(ctx context.Context, target channels.Target) error {
+func (c *Adapter) WaitSendSlot(ctx context.Context, target channels.Target) error {
 	return c.pace(ctx, target.ChatID)
 }
 
 // pace waits for the chat's and the global send slot.
-func (c *Channel) pace(ctx context.Context, chat string) error {
+func (c *Adapter) pace(ctx context.Context, chat string) error {
 	if err := c.chatLimiter(chat).Wait(ctx); err != nil {
 		return fmt.Errorf("telegram: wait for send slot: %w", err)
 	}
@@ -162,7 +164,7 @@ func (c *Channel) pace(ctx context.Context, chat string) error {
 
 // chatLimiter returns the chat's limiter. Idle limiters (full bucket) are
 // dropped when the map grows, so it stays bounded by the active chats.
-func (c *Channel) chatLimiter(chat string) *rate.Limiter {
+func (c *Adapter) chatLimiter(chat string) *rate.Limiter {
 	c.limitersMu.Lock()
 	defer c.limitersMu.Unlock()
 	if l, ok := c.limiters[chat]; ok {
@@ -182,7 +184,7 @@ func (c *Channel) chatLimiter(chat string) *rate.Limiter {
 }
 
 // classify maps a library error to the channels error kinds.
-func (c *Channel) classify(err error, target channels.Target) error {
+func (c *Adapter) classify(err error, target channels.Target) error {
 	var tm *bot.TooManyRequestsError
 	var mig *bot.MigrateError
 	red := c.redact(err)
@@ -287,4 +289,65 @@ var tagRE = regexp.MustCompile(`<[^>]*>`)
 // fallback of edits (Send has the chunk's Plain form).
 func stripHTML(s string) string {
 	return html.UnescapeString(tagRE.ReplaceAllString(s, ""))
+}
+
+// StartTyping shows "typing…" in the target chat and refreshes it every
+// TypingInterval until stop is called or ctx ends. Failures are logged, never
+// returned. stop is idempotent; it cancels a call in flight and returns once
+// the refresh goroutine has ended, so no sendChatAction follows it.
+func (c *Adapter) StartTyping(ctx context.Context, target channels.Target) (stop func()) {
+	chatID, err := parseChatID(target.ChatID)
+	if err != nil {
+		c.log.Warn("typing indicator skipped", "err", err)
+		return func() {}
+	}
+	params := &bot.SendChatActionParams{ChatID: chatID, Action: models.ChatActionTyping}
+	if target.ThreadID != "" {
+		if tid, err := strconv.Atoi(target.ThreadID); err == nil && tid > 0 {
+			params.MessageThreadID = tid
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ticker := time.NewTicker(c.opts.TypingInterval)
+		defer ticker.Stop()
+		for {
+			c.sendTyping(ctx, params, target)
+			select {
+			case <-ctx.Done():
+				return
+			case <-ticker.C:
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			cancel()
+			<-done
+		})
+	}
+}
+
+func (c *Adapter) sendTyping(ctx context.Context, p *bot.SendChatActionParams, target channels.Target) {
+	if ctx.Err() != nil {
+		return
+	}
+	cctx, cancel := c.callCtx(ctx)
+	defer cancel()
+	if _, err := c.bot.SendChatAction(cctx, p); err != nil && ctx.Err() == nil {
+		c.log.Warn("typing indicator failed", "target", target.String(), "err", c.classify(err, target))
+	}
+}
+
+// ChunkLimit leaves headroom under Telegram's 4096-character limit for the
+// entities the HTML expands to.
+const ChunkLimit = 4000
+
+// Format converts the model's Markdown to Telegram HTML chunks under the
+// message limit, code fences never broken (channels/markup).
+func (c *Adapter) Format(markdown string) []channels.Chunk {
+	return markup.TelegramChunks(markdown, ChunkLimit)
 }

@@ -1,12 +1,16 @@
 package telegram
 
 import (
+	"context"
 	"crypto/subtle"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 
+	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
+	"github.com/switchboard-bot/switchboard/channels"
 )
 
 // maxWebhookBody bounds one webhook delivery; updates are a few KiB.
@@ -14,7 +18,7 @@ const maxWebhookBody = 1 << 20
 
 // WebhookPattern is "POST /webhooks/telegram" in webhook mode and "" in
 // polling mode (nothing to mount).
-func (c *Channel) WebhookPattern() string {
+func (c *Adapter) WebhookPattern() string {
 	if c.opts.Mode != ModeWebhook {
 		return ""
 	}
@@ -27,11 +31,11 @@ func (c *Channel) WebhookPattern() string {
 // the sink sees them in arrival order) and the answer is 200 only once
 // sink.Handle returned nil; otherwise 500 (or 503 before Run set the webhook)
 // makes Telegram deliver it again.
-func (c *Channel) WebhookHandler() http.Handler {
+func (c *Adapter) WebhookHandler() http.Handler {
 	return http.HandlerFunc(c.serveWebhook)
 }
 
-func (c *Channel) serveWebhook(w http.ResponseWriter, r *http.Request) {
+func (c *Adapter) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	if c.opts.Mode != ModeWebhook {
 		http.NotFound(w, r)
 		return
@@ -72,4 +76,27 @@ func (c *Channel) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusOK)
+}
+
+func (c *Adapter) runWebhook(ctx context.Context, sink channels.Sink) error {
+	// Accept deliveries from the moment Telegram may send them: it can deliver
+	// before our setWebhook call has returned.
+	c.sink.Store(&sinkBox{sink})
+	cctx, cancel := c.callCtx(ctx)
+	_, err := c.bot.SetWebhook(cctx, &bot.SetWebhookParams{
+		URL:            c.opts.WebhookURL,
+		SecretToken:    c.opts.WebhookSecret,
+		AllowedUpdates: allowedUpdates,
+	})
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("telegram: setWebhook: %w", c.redact(err))
+	}
+	c.ready.Store(true)
+	c.log.Info("webhook set", "url", redactURL(c.opts.WebhookURL))
+	<-ctx.Done()
+	return nil
 }

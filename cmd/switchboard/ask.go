@@ -35,7 +35,7 @@ answered by the daemon (through its admin API); otherwise on the store directly.
 			if strings.TrimSpace(req.Text) == "" {
 				return usageErr(errors.New("nothing to ask: give the question as text, e.g. switchboard ask \"what time is it in Tokyo?\""))
 			}
-			cfg, remote, err := a.locate()
+			cfg, remote, err := a.locate(mayCreate)
 			if err != nil {
 				return err
 			}

@@ -29,7 +29,7 @@ func (a *app) auditCmd() *cobra.Command {
 			if f.Since, err = sinceTime(since); err != nil {
 				return err
 			}
-			_, remote, err := a.locate()
+			cfg, remote, err := a.locate(needData)
 			if err != nil {
 				return err
 			}
@@ -41,7 +41,7 @@ func (a *app) auditCmd() *cobra.Command {
 				}
 				err = remote.call(cmd.Context(), http.MethodGet, "/admin/audit", form, &recs)
 			} else {
-				err = a.withStore(func(st *memory.Store) error {
+				err = withStore(cfg, func(st memory.Store) error {
 					recs, err = st.ListAudit(cmd.Context(), f)
 					return err
 				})

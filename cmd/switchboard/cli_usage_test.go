@@ -144,24 +144,33 @@ func TestBinaryConfigLookupOrder(t *testing.T) {
 }
 
 // Issue 14 item 1: read-only commands never create a data directory; they
-// say there is no data yet (where the old binary printed "no jobs").
+// say there is no data yet (where the old binary printed "no jobs"). config,
+// personas and prompt work before the first start, still creating nothing
+// (prompt used to create ./data and ./personas).
 func TestBinaryReadOnlyCommandsCreateNoData(t *testing.T) {
-	cwd := t.TempDir()
-	env := hermeticEnv(t)
+	cwd, scratch := t.TempDir(), t.TempDir()
+	env := hermeticEnv(t, "TMPDIR="+scratch)
+	worksWithoutData := map[string]string{"config": "Switchboard", "personas": "assistant", "prompt": "# persona: assistant"}
 	for _, args := range [][]string{
 		{"jobs", "list"}, {"pairing", "list"}, {"sessions", "list"}, {"sessions", "show", "x"},
 		{"sessions", "export", "x"}, {"audit"}, {"config", "get", "bot.name"}, {"personas", "list"},
+		{"prompt", "--target", "telegram:12345"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			r := runIn(t, cwd, env, args...)
-			if r.code == 0 && args[0] != "config" && args[0] != "personas" {
-				t.Fatalf("exit 0, want a failure\nstdout: %s\nstderr: %s", r.stdout, r.stderr)
-			}
-			if args[0] != "config" && args[0] != "personas" {
+			if want, ok := worksWithoutData[args[0]]; ok {
+				expect(t, r, 0, r.stdout, want)
+			} else {
 				expect(t, r, 1, lastLine(r.stderr), "no data yet: data/switchboard.db does not exist")
+			}
+			if _, err := os.Stat(filepath.Join(cwd, "data")); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("%v created the data directory (stat: %v)", args, err)
 			}
 			if entries, _ := os.ReadDir(cwd); len(entries) != 0 {
 				t.Fatalf("%v created %v in the working directory", args, entries)
+			}
+			if entries, _ := os.ReadDir(scratch); len(entries) != 0 {
+				t.Fatalf("%v left %v behind in TMPDIR", args, entries)
 			}
 		})
 	}

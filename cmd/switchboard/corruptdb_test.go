@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchboard-bot/switchboard/internal/testkit/fakellm"
 	"github.com/switchboard-bot/switchboard/memory"
+	"github.com/switchboard-bot/switchboard/memory/bolt"
 )
 
 // Issue 13 defect 4: a half-truncated or garbage-written switchboard.db used
@@ -67,8 +68,8 @@ llm:
 server:
   listen: 127.0.0.1:0
 `, llm.URL))
-			dbPath := filepath.Join(filepath.Dir(cfg), "data", memory.FileName)
-			st, err := memory.Open(dbPath, memory.Options{NoSync: true})
+			dbPath := filepath.Join(filepath.Dir(cfg), "data", bolt.FileName)
+			st, err := bolt.Open(dbPath, memory.Options{NoSync: true})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -17,7 +17,8 @@ import (
 )
 
 // jobsCmd lists and controls scheduled jobs. With the daemon running the
-// commands go through its admin endpoint; otherwise they open the store.
+// commands go through its admin API; otherwise they open the store (locate
+// decides).
 func (a *app) jobsCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "jobs", Short: "List, run, pause, resume and delete scheduled jobs"}
 	cmd.AddCommand(&cobra.Command{
@@ -75,29 +76,25 @@ func (a *app) jobsCmd() *cobra.Command {
 	return cmd
 }
 
-// withJobs runs local against a daemon built on the store (channels not
-// connected) or, when the daemon is running, asks it over the admin endpoint.
+// withJobs asks the running daemon over its admin API when locate finds one,
+// or runs local against a daemon built on the store (channels not connected).
+// Listing needs existing data; the actions may create it (a configured job
+// can run before the daemon ever did).
 func (a *app) withJobs(ctx context.Context, method, path string, form url.Values, out any, local func(*daemon.Daemon) (any, error)) error {
-	cfg, err := a.loadConfig()
+	n := mayCreate
+	if method == http.MethodGet { // read-only: never create the data directory
+		n = needData
+	}
+	cfg, remote, err := a.locate(n)
 	if err != nil {
 		return err
 	}
-	if method == http.MethodGet { // read-only: never create the data directory
-		if err := requireData(cfg); err != nil {
-			return err
-		}
+	if remote != nil {
+		return remote.call(ctx, method, path, form, out)
 	}
 	d, err := daemon.New(ctx, daemon.Options{Config: cfg, Logger: a.logger(cfg, levelWarn)})
 	if errors.Is(err, memory.ErrInUse) {
-		body, aerr := a.adminCall(cfg, method, path, form)
-		var ee *exitError
-		if errors.As(aerr, &ee) { // the daemon answered: the request was wrong
-			return aerr
-		}
-		if aerr != nil {
-			return fmt.Errorf("the daemon is running and did not answer: %w", aerr)
-		}
-		return json.Unmarshal(body, out)
+		return fmt.Errorf("%w\nthe daemon started meanwhile: run the command again", err)
 	}
 	if err != nil {
 		return err
@@ -107,6 +104,9 @@ func (a *app) withJobs(ctx context.Context, method, path string, form url.Values
 	if err != nil {
 		return usageErr(err)
 	}
-	raw, _ := json.Marshal(v)
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
 	return json.Unmarshal(raw, out)
 }

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/hub"
 	"github.com/switchboard-bot/switchboard/memory"
+	"github.com/switchboard-bot/switchboard/memory/bolt"
 )
 
 // Issue 3: with the daemon stopped, `pairing list` shows a pending code and
@@ -16,12 +18,12 @@ import (
 func TestPairingApproveWithDaemonStopped(t *testing.T) {
 	cfg := writeConfig(t, "bot:\n  data_dir: ./data\npersonas:\n  dir: ./personas\n")
 	db := filepath.Join(filepath.Dir(cfg), "data", "switchboard.db")
-	st, err := memory.Open(db, memory.Options{Timeout: time.Second})
+	st, err := bolt.Open(db, memory.Options{Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	req, _, err := channels.NewPairing(st, nil).Request(ctx, channels.Message{Channel: "telegram", ChatID: "42",
+	req, _, err := hub.NewPairing(st, nil).Request(ctx, channels.Message{Channel: "telegram", ChatID: "42",
 		Direct: true, Sender: channels.Sender{ID: "42", Name: "Eve"}})
 	if err != nil {
 		t.Fatal(err)
@@ -41,12 +43,12 @@ func TestPairingApproveWithDaemonStopped(t *testing.T) {
 		t.Fatalf("pairing approve: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 
-	st, err = memory.Open(db, memory.Options{Timeout: time.Second})
+	st, err = bolt.Open(db, memory.Options{Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if ok, _ := channels.NewPairing(st, nil).IsApproved(ctx, "telegram:user:42"); !ok {
+	if ok, _ := hub.NewPairing(st, nil).IsApproved(ctx, "telegram:user:42"); !ok {
 		t.Fatal("the user is not approved in the store")
 	}
 	recs, _ := st.ListAudit(ctx, memory.AuditFilter{})

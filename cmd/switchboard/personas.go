@@ -81,7 +81,7 @@ func (a *app) promptCmd() *cobra.Command {
 		Short: "Print the system prompt and runtime block a turn in a chat would get",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, remote, err := a.locate()
+			cfg, remote, err := a.locate(dataOptional)
 			if err != nil {
 				return err
 			}
@@ -90,11 +90,11 @@ func (a *app) promptCmd() *cobra.Command {
 				err = remote.call(cmd.Context(), http.MethodGet, "/admin/prompt",
 					url.Values{"target": {target}, "sender": {sender}, "text": {text}}, &v)
 			} else {
-				core, cerr := daemon.BuildCore(cfg, a.logger(cfg, levelWarn), nil)
+				core, release, cerr := a.promptCore(cfg) // creates nothing
 				if cerr != nil {
 					return cerr
 				}
-				defer core.Store.Close()
+				defer release()
 				v, err = daemon.BuildPrompt(cmd.Context(), core.Agent, core.Personas, target, sender, text)
 				err = localErr(err)
 			}

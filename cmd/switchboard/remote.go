@@ -1,9 +1,11 @@
 package main
 
-// One helper decides where a CLI command runs: locate. While the daemon runs
-// it holds the database, and the command goes through its loopback admin API
-// (server.listen; server.admin_token when set); otherwise the command opens
-// the store directly.
+// One helper decides where every CLI command that touches the data runs:
+// locate. While the daemon runs it holds the database, and the command goes
+// through its loopback admin API (server.listen; server.admin_token when
+// set); otherwise the command opens the store directly. The command says what
+// it needs (see need): read-only commands never create a data directory, and
+// status only asks the daemon.
 
 import (
 	"context"
@@ -26,18 +28,54 @@ type daemonClient struct {
 	base  string // http://host:port
 	token string
 	http  *http.Client
+	// mayBeDown: the daemon was not seen holding the store (status), so a
+	// refused connection means it is not running (see daemonDown).
+	mayBeDown bool
 }
+
+// need says what a command requires of the data, for locate.
+type need int
+
+const (
+	// needData: the command reads (or changes) existing data; without a
+	// database it fails with "no data yet" and creates nothing (sessions,
+	// audit, pairing, jobs list).
+	needData need = iota
+	// mayCreate: the command may start the data directory itself (ask,
+	// chat, jobs run/pause/resume/delete).
+	mayCreate
+	// dataOptional: the command also works before the first start, without
+	// creating the data directory (prompt: see promptCore).
+	dataOptional
+	// daemonOnly: only the running daemon can answer (status); the command
+	// always goes through the admin API and a silent port says the daemon
+	// is not running.
+	daemonOnly
+)
 
 // locate loads the config and decides where the command runs: remote is the
 // running daemon's admin API, or nil when no daemon holds the store (the
-// command then opens it itself).
-func (a *app) locate() (*config.Config, *daemonClient, error) {
+// command then opens it itself). It is the only place that probes the
+// database lock; every command that touches the data asks it.
+func (a *app) locate(n need) (*config.Config, *daemonClient, error) {
 	cfg, err := a.loadConfig()
 	if err != nil {
 		return nil, nil, err
 	}
-	if requireData(cfg) != nil {
-		return cfg, nil, nil // no database: no daemon holds it, and probing must not create it
+	if n == daemonOnly {
+		c, err := newDaemonClient(cfg)
+		if err != nil {
+			return cfg, nil, err
+		}
+		c.mayBeDown = true
+		return cfg, c, nil
+	}
+	if err := requireData(cfg); err != nil {
+		// No database: no daemon holds it, and probing must not create it.
+		if n == needData {
+			return cfg, nil, err
+		}
+		return cfg, nil, nil
 	}
 	st, err := daemon.OpenStore(cfg, nil)
 	switch {
@@ -91,6 +129,9 @@ func (c *daemonClient) do(ctx context.Context, method, path string, form url.Val
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
 	resp, err := c.http.Do(req)
+	if err != nil && c.mayBeDown {
+		return nil, daemonDown(strings.TrimPrefix(c.base, "http://"), err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("the daemon is running, but its admin API at %s did not answer: %w", c.base, err)
 	}

@@ -328,10 +328,14 @@ log:
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 	awaitCond(t, "the daemon to be ready", func() bool { return strings.Contains(both.String(), "switchboard is running") }, both.String)
-	if _, err := io.WriteString(stdin, "first\nsecond\n"); err != nil {
-		t.Fatal(err)
+	// One line at a time: two lines queued before the turn starts would be
+	// answered together, as one turn.
+	for i, line := range []string{"first\n", "second\n"} {
+		if _, err := io.WriteString(stdin, line); err != nil {
+			t.Fatal(err)
+		}
+		awaitCond(t, "an answer", func() bool { return strings.Count(both.String(), answer) == i+1 }, both.String)
 	}
-	awaitCond(t, "two answers", func() bool { return strings.Count(both.String(), answer) == 2 }, both.String)
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	_ = cmd.Wait()
 	sc := bufio.NewScanner(strings.NewReader(both.String()))

@@ -64,7 +64,7 @@ progress at once; without it, it waits up to 10s for the answer and says so, and
 a second Ctrl-C cancels it. A canceled question is not answered later.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, remote, err := a.locate()
+			cfg, remote, err := a.locate(mayCreate)
 			if err != nil {
 				return err
 			}

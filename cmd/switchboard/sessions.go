@@ -17,25 +17,22 @@ import (
 	"github.com/switchboard-bot/switchboard/memory"
 )
 
-// openStore opens the store for a CLI command, explaining a running daemon.
-func (a *app) openStore() (*memory.Store, *config.Config, error) {
-	cfg, err := a.loadConfig()
-	if err != nil {
-		return nil, nil, err
-	}
+// openStore opens the store of cfg for a CLI command that locate sent to
+// run locally, explaining a daemon that started in between.
+func openStore(cfg *config.Config) (memory.Store, error) {
 	if err := requireData(cfg); err != nil {
-		return nil, cfg, err
+		return nil, err
 	}
 	st, err := daemon.OpenStore(cfg, nil)
 	if errors.Is(err, memory.ErrInUse) {
-		return nil, cfg, fmt.Errorf("%w\nthe daemon is running and holds %s: stop it first, or use `switchboard status` / the /admin endpoints", err, cfg.DBPath())
+		return nil, fmt.Errorf("%w\nthe daemon is running and holds %s: stop it first, or use `switchboard status` / the /admin endpoints", err, cfg.DBPath())
 	}
-	return st, cfg, err
+	return st, err
 }
 
-// withStore runs fn on the opened store and closes it.
-func (a *app) withStore(fn func(st *memory.Store) error) error {
-	st, _, err := a.openStore()
+// withStore runs fn on the opened store of cfg and closes it.
+func withStore(cfg *config.Config, fn func(st memory.Store) error) error {
+	st, err := openStore(cfg)
 	if err != nil {
 		return err
 	}
@@ -68,21 +65,21 @@ func (a *app) sessionsCmd() *cobra.Command {
 		Short: "Write a session (with its archives) as JSON to stdout",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, remote, err := a.locate()
+			cfg, remote, err := a.locate(needData)
 			if err != nil {
 				return err
 			}
 			if remote != nil {
 				return remote.copyTo(cmd.Context(), "/admin/sessions/export", url.Values{"key": {args[0]}}, a.stdout)
 			}
-			return a.withStore(func(st *memory.Store) error { return st.ExportSession(cmd.Context(), args[0], a.stdout) })
+			return withStore(cfg, func(st memory.Store) error { return st.ExportSession(cmd.Context(), args[0], a.stdout) })
 		},
 	}, &cobra.Command{
 		Use:   "reset KEY",
 		Short: "Start a fresh conversation in a session (the old one is archived)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, remote, err := a.locate()
+			cfg, remote, err := a.locate(needData)
 			if err != nil {
 				return err
 			}
@@ -94,7 +91,7 @@ func (a *app) sessionsCmd() *cobra.Command {
 				fmt.Fprintln(a.stdout, msg)
 				return nil
 			}
-			return a.withStore(func(st *memory.Store) error {
+			return withStore(cfg, func(st memory.Store) error {
 				if err := st.ResetSession(cmd.Context(), args[0]); err != nil {
 					return err
 				}
@@ -107,7 +104,7 @@ func (a *app) sessionsCmd() *cobra.Command {
 }
 
 func (a *app) listSessions(ctx context.Context) error {
-	_, remote, err := a.locate()
+	cfg, remote, err := a.locate(needData)
 	if err != nil {
 		return err
 	}
@@ -115,7 +112,7 @@ func (a *app) listSessions(ctx context.Context) error {
 	if remote != nil {
 		err = remote.call(ctx, http.MethodGet, "/admin/sessions", nil, &list)
 	} else {
-		err = a.withStore(func(st *memory.Store) error {
+		err = withStore(cfg, func(st memory.Store) error {
 			list, err = st.ListSessions(ctx)
 			return err
 		})
@@ -137,7 +134,7 @@ func (a *app) listSessions(ctx context.Context) error {
 }
 
 func (a *app) showSession(ctx context.Context, key string, archives bool) error {
-	_, remote, err := a.locate()
+	cfg, remote, err := a.locate(needData)
 	if err != nil {
 		return err
 	}
@@ -149,7 +146,7 @@ func (a *app) showSession(ctx context.Context, key string, archives bool) error 
 		}
 		err = remote.call(ctx, http.MethodGet, "/admin/sessions/show", form, &v)
 	} else {
-		err = a.withStore(func(st *memory.Store) error {
+		err = withStore(cfg, func(st memory.Store) error {
 			v, err = daemon.ViewSession(ctx, st, key, archives)
 			return localErr(err)
 		})

@@ -17,6 +17,7 @@ import (
 	"github.com/switchboard-bot/switchboard/internal/loadtest"
 	"github.com/switchboard-bot/switchboard/internal/testkit/fakellm"
 	"github.com/switchboard-bot/switchboard/memory"
+	"github.com/switchboard-bot/switchboard/memory/bolt"
 )
 
 // mountTmpfs mounts a tmpfs of size bytes at a fresh directory, or skips the
@@ -107,7 +108,7 @@ func TestReadOnlyDataDirClearError(t *testing.T) {
 				if err := syscall.Mount("tmpfs", mnt, "tmpfs", syscall.MS_REMOUNT, ""); err != nil {
 					t.Fatalf("remount read-write: %v", err)
 				}
-				st, err := memory.Open(filepath.Join(data, "switchboard.db"), memory.Options{Timeout: time.Second})
+				st, err := bolt.Open(filepath.Join(data, "switchboard.db"), memory.Options{Timeout: time.Second})
 				if err != nil {
 					t.Fatalf("open the database read-only after the failed start: %v", err)
 				}
@@ -240,7 +241,7 @@ func TestDiskFullNoLossNoCorruption(t *testing.T) {
 	if err := r.current().Stop(10 * time.Second); err != nil {
 		t.Logf("daemon exit: %v", err)
 	}
-	st, err := memory.Open(filepath.Join(data, "switchboard.db"), memory.Options{Timeout: time.Second})
+	st, err := bolt.Open(filepath.Join(data, "switchboard.db"), memory.Options{Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -413,7 +414,7 @@ func TestDiskFullTenMessagesAllAnswered(t *testing.T) {
 	if err := r.current().Stop(10 * time.Second); err != nil {
 		t.Logf("daemon exit: %v", err)
 	}
-	st, err := memory.Open(filepath.Join(data, "switchboard.db"), memory.Options{Timeout: time.Second})
+	st, err := bolt.Open(filepath.Join(data, "switchboard.db"), memory.Options{Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

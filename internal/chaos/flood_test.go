@@ -14,10 +14,12 @@ import (
 
 	"github.com/switchboard-bot/switchboard/agent"
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/hub"
 	"github.com/switchboard-bot/switchboard/internal/daemon"
 	"github.com/switchboard-bot/switchboard/internal/loadtest"
 	"github.com/switchboard-bot/switchboard/internal/testkit/fakellm"
 	"github.com/switchboard-bot/switchboard/memory"
+	"github.com/switchboard-bot/switchboard/memory/bolt"
 )
 
 // floodChannel records every answer in order, as one chat would show them.
@@ -74,7 +76,7 @@ func TestFloodOneChatBackpressure(t *testing.T) {
 	cfg.Agent.MaxHistory = 4 // keep the model requests small; history is not under test
 	// The flood is about queueing and memory, not fsync: skip fsync so the
 	// 10,000 sequential Accepts take seconds, not minutes.
-	st, err := memory.Open(filepath.Join(dir, "flood.db"), memory.Options{NoSync: true, BatchDelay: 50 * time.Microsecond})
+	st, err := bolt.Open(filepath.Join(dir, "flood.db"), memory.Options{NoSync: true, BatchDelay: 50 * time.Microsecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +85,7 @@ func TestFloodOneChatBackpressure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := channels.NewHandler(channels.HandlerOptions{Store: st, Agent: ag, MaxQueue: maxQueue, MaxConcurrentTurns: 4,
+	h := hub.NewHandler(hub.HandlerOptions{Store: st, Agent: ag, MaxQueue: maxQueue, MaxConcurrentTurns: 4,
 		Access: channels.AccessPolicy{Mode: "open"}})
 	ch := &floodChannel{}
 	h.Register(ch)
@@ -123,7 +125,7 @@ func TestFloodOneChatBackpressure(t *testing.T) {
 			if err == nil {
 				break
 			}
-			if !errors.Is(err, channels.ErrBusy) {
+			if !errors.Is(err, hub.ErrBusy) {
 				t.Fatalf("message %d: %v", i, err)
 			}
 			busy++ // not acknowledged: the platform sends it again later

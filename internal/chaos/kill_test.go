@@ -19,6 +19,7 @@ import (
 
 	"github.com/switchboard-bot/switchboard/internal/loadtest"
 	"github.com/switchboard-bot/switchboard/memory"
+	"github.com/switchboard-bot/switchboard/memory/bolt"
 )
 
 // TestKillRestartDuringConversations SIGKILLs the daemon at random points
@@ -98,7 +99,7 @@ func TestKillRestartDuringConversations(t *testing.T) {
 	if err := r.current().Stop(10 * time.Second); err != nil {
 		t.Logf("daemon exit: %v", err)
 	}
-	st, err := memory.Open(filepath.Join(dataDir, "switchboard.db"), memory.Options{Timeout: time.Second})
+	st, err := bolt.Open(filepath.Join(dataDir, "switchboard.db"), memory.Options{Timeout: time.Second})
 	if err != nil {
 		t.Fatalf("reopen store: %v", err)
 	}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/hub"
 	"github.com/switchboard-bot/switchboard/internal/loadtest"
 	"github.com/switchboard-bot/switchboard/internal/testkit/fakellm"
 	"github.com/switchboard-bot/switchboard/internal/testkit/fakeslack"
@@ -67,7 +67,7 @@ func (r *rig) tallyStreams(chats []int, msgs int) streamTally {
 			switch tok, ok := want[m]; {
 			case ok:
 				seen[tok]++
-			case m == channels.SupersededDraft:
+			case m == hub.SupersededDraft:
 				t.superseded++
 			default:
 				if len(m) > 40 {
@@ -197,7 +197,7 @@ func TestKillDuringStreamingAnswers(t *testing.T) {
 func (r *rig) draftShown(chats []int, msgs int) bool {
 	for _, c := range chats {
 		for _, m := range r.chatMessages(c) {
-			complete := m == channels.SupersededDraft
+			complete := m == hub.SupersededDraft
 			for seq := range msgs {
 				complete = complete || m == streamedAnswer(loadtest.Token(c, seq))
 			}
@@ -240,7 +240,7 @@ func TestHugeAnswerIsCappedOnTelegram(t *testing.T) {
 	chatID := loadtest.TelegramChatID(chat)
 	done := func() bool {
 		sent := r.p.Telegram.Sent(chatID)
-		return len(sent) > maxChunks || len(sent) > 0 && strings.HasSuffix(sent[len(sent)-1].Plain, channels.TruncatedNote)
+		return len(sent) > maxChunks || len(sent) > 0 && strings.HasSuffix(sent[len(sent)-1].Plain, hub.TruncatedNote)
 	}
 	for deadline := time.Now().Add(15 * time.Second); !done() && time.Now().Before(deadline); {
 		time.Sleep(50 * time.Millisecond)
@@ -250,8 +250,8 @@ func TestHugeAnswerIsCappedOnTelegram(t *testing.T) {
 	if len(sent) == 0 || len(sent) > maxChunks {
 		t.Fatalf("a 2 MB answer became %d Telegram messages, want 1..%d", len(sent), maxChunks)
 	}
-	if last := sent[len(sent)-1].Plain; !strings.HasSuffix(last, channels.TruncatedNote) {
-		t.Errorf("the last message does not end with %q: …%q", channels.TruncatedNote, last[max(0, len(last)-80):])
+	if last := sent[len(sent)-1].Plain; !strings.HasSuffix(last, hub.TruncatedNote) {
+		t.Errorf("the last message does not end with %q: …%q", hub.TruncatedNote, last[max(0, len(last)-80):])
 	}
 	if !strings.HasPrefix(sent[0].Plain, "w0 w1 w2") {
 		t.Errorf("the first message does not start the answer: %q", sent[0].Plain[:min(40, len(sent[0].Plain))])

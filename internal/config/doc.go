@@ -2,10 +2,28 @@
 // schema (Config and its sections), every key's default, ${ENV} expansion,
 // strict decoding with file:line errors, semantic validation, read-only
 // rendering for `switchboard config get`, and in-place editing for
-// `switchboard config set/unset`.
+// `switchboard config set/unset` (SetInFile/UnsetInFile resolve the key
+// against the schema and validate the result; the comment-preserving YAML
+// editing itself is package internal/config/yamledit).
+//
+// Files: types.go (the schema), defaults.go (Default), load.go (Load,
+// Parse, Error, YAML syntax), decode.go (node tree → Go values), env.go,
+// validate.go, render.go (get / redacted rendering), edit.go (set/unset),
+// watch.go.
 //
 // Design decisions:
 //
+//   - One source per default. A default of behaviour that a library owns is
+//     exported by that library and Default() writes it: agent/defaults (the
+//     model client and ReAct loop bounds, which agent.Options also falls back
+//     to) and heartbeat/schedule.DefaultGrace (a job's grace). Every other
+//     key's default is defined in Default() alone, and the libraries take
+//     explicit values from internal/daemon, which maps a Config to their own
+//     option types (heartbeat.Config, heartbeat.JobSpec, agent.Options). This
+//     package imports no library but those leaf packages and channels (the
+//     target-address syntax: channels.CheckTarget, channels.Names).
+//   - Cron specs and active_hours are validated with heartbeat/schedule, the
+//     parsers the scheduler runs, so what validates is what runs.
 //   - Decoding walks a yaml.Node tree against the Go types by hand (driven by
 //     the `yaml` struct tags) instead of yaml.Decoder.KnownFields, so every
 //     error names the file, the line, the dotted key path and, for unknown

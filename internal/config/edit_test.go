@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/switchboard-bot/switchboard/internal/config/yamledit"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files in testdata/")
@@ -56,10 +58,10 @@ func applyEdits(t *testing.T, path string, env EnvFunc, edits []edit) {
 	for _, e := range edits {
 		var err error
 		if e.unset {
-			err = editFile(path, e.key, env, true, (*editor).unset)
+			err = editFile(path, e.key, env, true, (*yamledit.Editor).Unset)
 		} else {
 			v := e.value
-			err = editFile(path, e.key, env, false, func(ed *editor) error { return ed.set(v) })
+			err = editFile(path, e.key, env, false, func(ed *yamledit.Editor) error { return ed.Set(v) })
 		}
 		if err != nil {
 			t.Fatalf("edit %s=%q: %v", e.key, e.value, err)
@@ -343,6 +345,9 @@ func TestSetEveryKeyOfShippedConfig(t *testing.T) {
 		case leaf.Kind() == reflect.Float32:
 			value = "0.25"
 		case leaf.Kind() == reflect.String:
+			if key == "storage.backend" {
+				continue // one allowed value (bolt) until postgres: nothing to change it to
+			}
 			value = strs[key]
 		default:
 			continue // lists and maps: covered by the golden test
@@ -358,7 +363,7 @@ func TestSetEveryKeyOfShippedConfig(t *testing.T) {
 				t.Fatal(err)
 			}
 			env := envOf(map[string]string{"SOME_OTHER_VAR": "v"})
-			err := editFile(path, key, env, false, func(e *editor) error { return e.set(value) })
+			err := editFile(path, key, env, false, func(e *yamledit.Editor) error { return e.Set(value) })
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -20,6 +20,7 @@ type Config struct {
 	Server    Server    `yaml:"server"`
 	Log       Log       `yaml:"log"`
 	Retention Retention `yaml:"retention"`
+	Storage   Storage   `yaml:"storage"`
 
 	// Path is the file the configuration was loaded from ("" for Default()).
 	Path string `yaml:"-"`
@@ -231,119 +232,12 @@ type Retention struct {
 	RunsPerJob      int           `yaml:"runs_per_job"`
 }
 
-const (
-	mib = 1 << 20
-	// DefaultJobGrace is a job's grace when the file sets none.
-	DefaultJobGrace = 5 * time.Minute
-)
-
-// Default returns every key's default value (DESIGN §4). It does not read
-// the environment.
-func Default() *Config {
-	return &Config{
-		Bot: Bot{
-			Name:     "Switchboard",
-			DataDir:  "./data",
-			Timezone: "Local",
-			Admins:   []string{},
-		},
-		LLM: LLM{
-			Model:        "gpt-4o-mini",
-			Temperature:  0.7,
-			MaxTokens:    4096,
-			Timeout:      120 * time.Second,
-			MaxRetries:   3,
-			ToolProtocol: "auto",
-		},
-		Agent: Agent{
-			MaxIterations:      25,
-			MaxToolCalls:       25,
-			ToolRetries:        3,
-			ToolRetryDelay:     time.Second,
-			ToolTimeout:        30 * time.Second,
-			ObservationMaxLen:  4000,
-			MaxHistory:         40,
-			TokenBudget:        0,
-			MaxConcurrentTurns: 16,
-			TurnTimeout:        5 * time.Minute,
-			MaxMessageChars:    16000,
-			MaxTurnChars:       48000,
-			MaxAnswerChunks:    8,
-			Tools:              []string{"current_time", "web_fetch", "memory", "schedule", "send_message"},
-			WebFetch: WebFetch{
-				AllowDomains: []string{},
-				MaxBytes:     mib,
-				AllowPrivate: false,
-			},
-		},
-		Personas: Personas{
-			Dir:       "./personas",
-			Default:   "assistant",
-			ByTarget:  map[string]string{},
-			ByChannel: map[string]string{},
-		},
-		Access: Access{
-			Mode:      "pairing",
-			AllowFrom: []string{},
-			Groups:    "mention",
-		},
-		Channels: Channels{
-			Console: Console{Enabled: true},
-			Telegram: Telegram{
-				Mode:          "polling",
-				EditInterval:  time.Second,
-				MaxMediaBytes: 10 * mib,
-			},
-			Discord: Discord{
-				Guilds:        []string{},
-				EditInterval:  time.Second,
-				MaxMediaBytes: 10 * mib,
-			},
-			Slack: Slack{
-				Mode:          "socket",
-				ThreadReplies: true,
-				EditInterval:  time.Second,
-				MaxMediaBytes: 10 * mib,
-			},
-		},
-		Heartbeat: Heartbeat{
-			Enabled:     false,
-			Schedule:    "0 * * * *",
-			ActiveHours: "09:00-21:00",
-			IdleAfter:   4 * time.Hour,
-			MaxPerDay:   2,
-			Targets:     []string{},
-		},
-		Jobs: []Job{},
-		Server: Server{
-			Listen: "127.0.0.1:8787",
-		},
-		Log: Log{Level: "info", Format: "text"},
-		Retention: Retention{
-			DedupTTL:        168 * time.Hour,
-			AuditMaxAge:     2160 * time.Hour,
-			AuditMaxRecords: 100000,
-			RunsPerJob:      100,
-		},
-	}
-}
-
-// defaultJob is what an entry of jobs starts from before the file's keys
-// are applied.
-func defaultJob() Job {
-	return Job{Kind: "task", Misfire: "skip", Grace: DefaultJobGrace, DeliverTo: []string{}}
-}
-
-// envDefaults are the keys whose default is an environment variable
-// reference (DESIGN §4), applied when the key is absent from the file.
-var envDefaults = []struct{ key, env string }{
-	{"llm.base_url", "OPENAI_BASE_URL"},
-	{"llm.api_key", "OPENAI_API_KEY"},
-	{"channels.telegram.token", "TELEGRAM_BOT_TOKEN"},
-	{"channels.discord.token", "DISCORD_BOT_TOKEN"},
-	{"channels.slack.bot_token", "SLACK_BOT_TOKEN"},
-	{"channels.slack.app_token", "SLACK_APP_TOKEN"},
-	{"channels.slack.signing_secret", "SLACK_SIGNING_SECRET"},
+// Storage picks the storage backend.
+type Storage struct {
+	// Backend is the memory.Store implementation: "bolt" (the embedded
+	// BoltDB file at <data_dir>/switchboard.db, the default). "postgres"
+	// comes in a later release.
+	Backend string `yaml:"backend"`
 }
 
 // ResolvePath resolves a path from the configuration (bot.data_dir,

@@ -12,16 +12,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/robfig/cron/v3"
+	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/heartbeat/schedule"
 )
 
-// Channel names a target address may start with.
-var channelNames = []string{"console", "telegram", "slack", "discord"}
-
 var (
-	nameRe     = regexp.MustCompile(`^[a-z0-9_-]+$`)
-	hourMinRe  = regexp.MustCompile(`^([01][0-9]|2[0-3]):([0-5][0-9])$`)
-	cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+	nameRe = regexp.MustCompile(`^[a-z0-9_-]+$`)
 )
 
 // validator collects semantic errors.
@@ -163,7 +159,7 @@ func (v *validator) persona(key, name string) {
 
 func (v *validator) targets(key string, list []string) {
 	for i, t := range list {
-		if err := CheckTarget(t); err != nil {
+		if err := channels.CheckTarget(t); err != nil {
 			v.fail(fmt.Sprintf("%s[%d]", key, i), "%v", err)
 		}
 	}
@@ -172,7 +168,7 @@ func (v *validator) targets(key string, list []string) {
 // principals checks entries that may be user ids or targets.
 func (v *validator) principals(key string, list []string) {
 	for i, p := range list {
-		if CheckUserID(p) == nil || CheckTarget(p) == nil {
+		if channels.CheckUserID(p) == nil || channels.CheckTarget(p) == nil {
 			continue
 		}
 		v.fail(fmt.Sprintf("%s[%d]", key, i), "%q is neither a user id (\"telegram:user:42\") nor a target (\"telegram:12345\")", truncate(p, 60))
@@ -278,15 +274,15 @@ func (v *validator) personas() {
 	v.persona("personas.default", p.Default)
 	for _, t := range sortedKeys(p.ByTarget) {
 		key := "personas.by_target." + t
-		if err := CheckTarget(t); err != nil {
+		if err := channels.CheckTarget(t); err != nil {
 			v.fail(key, "%v", err)
 		}
 		v.persona(key, p.ByTarget[t])
 	}
 	for _, ch := range sortedKeys(p.ByChannel) {
 		key := "personas.by_channel." + ch
-		if !slices.Contains(channelNames, ch) {
-			v.fail(key, "unknown channel %q (one of %s)", truncate(ch, 60), strings.Join(channelNames, ", "))
+		if !slices.Contains(channels.Names, ch) {
+			v.fail(key, "unknown channel %q (one of %s)", truncate(ch, 60), strings.Join(channels.Names, ", "))
 		}
 		v.persona(key, p.ByChannel[ch])
 	}
@@ -376,11 +372,11 @@ func (v *validator) heartbeat() {
 		if h.Enabled {
 			v.fail("heartbeat.schedule", "is empty: heartbeat is enabled")
 		}
-	} else if _, err := ParseSchedule(h.Schedule, time.UTC); err != nil {
+	} else if _, err := schedule.Parse(h.Schedule, time.UTC); err != nil {
 		v.fail("heartbeat.schedule", "%v", err)
 	}
 	if h.ActiveHours != "" {
-		if _, _, err := ParseActiveHours(h.ActiveHours); err != nil {
+		if _, _, err := schedule.ParseActiveHours(h.ActiveHours); err != nil {
 			v.fail("heartbeat.active_hours", "%v", err)
 		}
 	}
@@ -408,7 +404,7 @@ func (v *validator) jobs() {
 		case j.Schedule != "" && j.At != "":
 			v.fail(key+".at", "set either schedule or at, not both")
 		case j.Schedule != "":
-			if _, err := ParseSchedule(j.Schedule, time.UTC); err != nil {
+			if _, err := schedule.Parse(j.Schedule, time.UTC); err != nil {
 				v.fail(key+".schedule", "%v", err)
 			}
 		default:
@@ -460,6 +456,16 @@ func (v *validator) logAndRetention() {
 	v.nonNegativeDur("retention.audit_max_age", r.AuditMaxAge)
 	v.nonNegative("retention.audit_max_records", r.AuditMaxRecords)
 	v.positive("retention.runs_per_job", r.RunsPerJob)
+	v.storage()
+}
+
+// storage names the allowed backends; postgres is announced, not yet built.
+func (v *validator) storage() {
+	if b := v.c.Storage.Backend; b == "postgres" {
+		v.fail("storage.backend", "%q is not available yet (it comes in a later release); allowed: bolt", b)
+		return
+	}
+	v.oneOf("storage.backend", v.c.Storage.Backend, "bolt")
 }
 
 // CheckTimezone accepts "", "Local", "UTC" and IANA names.
@@ -472,84 +478,6 @@ func CheckTimezone(tz string) error {
 		return fmt.Errorf("unknown time zone %q (use an IANA name such as Europe/Berlin, or Local or UTC)", truncate(tz, 60))
 	}
 	return nil
-}
-
-// CheckTarget accepts a target address "<channel>:<chat_id>[:<thread_id>]"
-// whose channel is console, telegram, slack or discord.
-func CheckTarget(s string) error {
-	parts := strings.SplitN(s, ":", 3)
-	bad := len(parts) < 2 || parts[1] == "" || parts[1] == "user" ||
-		(len(parts) == 3 && parts[2] == "") || strings.ContainsAny(s, " \t\r\n")
-	if bad {
-		return fmt.Errorf("%q is not a target: write <channel>:<chat_id>[:<thread_id>], e.g. telegram:12345 or slack:C0123:1700000000.000100", truncate(s, 60))
-	}
-	if !slices.Contains(channelNames, parts[0]) {
-		return fmt.Errorf("%q: unknown channel %q (one of %s)", truncate(s, 60), truncate(parts[0], 30), strings.Join(channelNames, ", "))
-	}
-	return nil
-}
-
-// CheckUserID accepts "<channel>:user:<id>".
-func CheckUserID(s string) error {
-	parts := strings.SplitN(s, ":", 3)
-	if len(parts) != 3 || parts[1] != "user" || parts[2] == "" || strings.ContainsAny(s, " \t\r\n") ||
-		!slices.Contains(channelNames, parts[0]) {
-		return fmt.Errorf("%q is not a user id: write <channel>:user:<id>, e.g. telegram:user:42", truncate(s, 60))
-	}
-	return nil
-}
-
-// ParseSchedule parses a cron spec the way the scheduler runs it: five
-// fields (minute hour day-of-month month day-of-week) with an optional
-// leading seconds field, or a descriptor (@hourly, @daily, @every 30m).
-// Time zones come from the timezone keys, so TZ= prefixes are refused.
-func ParseSchedule(spec string, loc *time.Location) (sched cron.Schedule, err error) {
-	spec = strings.TrimSpace(spec)
-	if strings.HasPrefix(spec, "TZ=") || strings.HasPrefix(spec, "CRON_TZ=") {
-		return nil, fmt.Errorf("cron spec %q: set the time zone with the timezone key, not a TZ= prefix", truncate(spec, 60))
-	}
-	if loc == nil {
-		loc = time.Local
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			sched, err = nil, fmt.Errorf("invalid cron spec %q", truncate(spec, 60))
-		}
-	}()
-	sched, err = cronParser.Parse("CRON_TZ=" + loc.String() + " " + spec)
-	if err != nil {
-		return nil, fmt.Errorf("invalid cron spec %q: %v (use 5 fields \"min hour dom month dow\", optional leading seconds, or @every 30m / @daily)", truncate(spec, 60), err)
-	}
-	return sched, nil
-}
-
-// ParseActiveHours parses "HH:MM-HH:MM" into minutes since midnight. The
-// window may cross midnight (start > end, e.g. "22:00-06:00"); equal start
-// and end are refused as ambiguous.
-func ParseActiveHours(s string) (start, end int, err error) {
-	a, b, ok := strings.Cut(s, "-")
-	ma, mb := hourMinRe.FindStringSubmatch(strings.TrimSpace(a)), hourMinRe.FindStringSubmatch(strings.TrimSpace(b))
-	if !ok || ma == nil || mb == nil {
-		return 0, 0, fmt.Errorf("%q must be HH:MM-HH:MM in 24-hour time, e.g. 09:00-21:00", truncate(s, 60))
-	}
-	h1, _ := strconv.Atoi(ma[1])
-	m1, _ := strconv.Atoi(ma[2])
-	h2, _ := strconv.Atoi(mb[1])
-	m2, _ := strconv.Atoi(mb[2])
-	start, end = h1*60+m1, h2*60+m2
-	if start == end {
-		return 0, 0, fmt.Errorf("%q: start and end are equal; leave active_hours empty for all day", s)
-	}
-	return start, end, nil
-}
-
-// InActiveHours reports whether minute-of-day m (0..1439) lies in the
-// window [start, end), which may cross midnight.
-func InActiveHours(start, end, m int) bool {
-	if start < end {
-		return m >= start && m < end
-	}
-	return m >= start || m < end
 }
 
 func checkURL(raw string, schemes ...string) error {

@@ -21,8 +21,8 @@ import (
 	"github.com/switchboard-bot/switchboard/agent"
 	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/channels/console"
+	"github.com/switchboard-bot/switchboard/channels/hub"
 	"github.com/switchboard-bot/switchboard/memory"
-	"github.com/switchboard-bot/switchboard/personas"
 )
 
 // ErrBadRequest marks an admin request the operator got wrong (HTTP 400, CLI exit 2).
@@ -55,7 +55,7 @@ const maxAskBytes = 1 << 20
 
 // Ask answers one question in req.Session. It refuses, before the model is
 // called, an empty question or session and a persona that does not exist.
-func Ask(ctx context.Context, ag *agent.Agent, st *memory.Store, res *personas.Resolver, req AskRequest) (string, error) {
+func Ask(ctx context.Context, ag *agent.Agent, st memory.Store, res *hub.Resolver, req AskRequest) (string, error) {
 	if strings.TrimSpace(req.Session) == "" {
 		return "", badRequest("the session key is empty: leave --session out to use %s", AskSession)
 	}
@@ -90,7 +90,7 @@ type SessionView struct {
 }
 
 // ViewSession reads session key (with its archives when asked).
-func ViewSession(ctx context.Context, st *memory.Store, key string, archives bool) (SessionView, error) {
+func ViewSession(ctx context.Context, st memory.Store, key string, archives bool) (SessionView, error) {
 	meta, ok, err := st.Session(ctx, key)
 	if err != nil {
 		return SessionView{}, err
@@ -124,7 +124,7 @@ type PromptView struct {
 }
 
 // BuildPrompt assembles the prompt a turn in target would get.
-func BuildPrompt(ctx context.Context, ag *agent.Agent, res *personas.Resolver, target, sender, text string) (PromptView, error) {
+func BuildPrompt(ctx context.Context, ag *agent.Agent, res *hub.Resolver, target, sender, text string) (PromptView, error) {
 	t, ok := channels.ParseTarget(target)
 	if !ok {
 		return PromptView{}, badRequest("--target %q is not a chat address like telegram:12345 or slack:C0123:1700000000.000100", target)
@@ -322,7 +322,7 @@ func (d *Daemon) serveChat(w http.ResponseWriter, r *http.Request) {
 	defer detach()
 	if err := term.Chat(r.Context(), d.handler, chat, "", text); err != nil {
 		code := http.StatusInternalServerError
-		if errors.Is(err, channels.ErrClosed) || errors.Is(err, channels.ErrBusy) {
+		if errors.Is(err, hub.ErrClosed) || errors.Is(err, hub.ErrBusy) {
 			code = http.StatusServiceUnavailable
 		}
 		http.Error(w, err.Error(), code)

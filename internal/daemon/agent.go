@@ -8,6 +8,7 @@ import (
 
 	"github.com/switchboard-bot/switchboard/agent"
 	"github.com/switchboard-bot/switchboard/agent/tools"
+	"github.com/switchboard-bot/switchboard/channels/hub"
 	"github.com/switchboard-bot/switchboard/internal/config"
 	"github.com/switchboard-bot/switchboard/memory"
 	"github.com/switchboard-bot/switchboard/personas"
@@ -16,8 +17,8 @@ import (
 // Core is what every mode needs: the store, the personas, the tool registry
 // and the agent. `run` builds channels around it; `ask` uses it alone.
 type Core struct {
-	Store    *memory.Store
-	Personas *personas.Resolver
+	Store    memory.Store
+	Personas *hub.Resolver
 	Tools    *agent.Registry
 	Agent    *agent.Agent
 }
@@ -37,7 +38,7 @@ func BuildCore(cfg *config.Config, log *slog.Logger, client *http.Client) (*Core
 	if err != nil {
 		return nil, err
 	}
-	res := personas.NewResolver(store, set, log)
+	res := hub.NewResolver(store, set, log)
 	res.SetRules(cfg.Personas.ByTarget, cfg.Personas.ByChannel, cfg.Personas.Default)
 	reg, err := toolRegistry(cfg, store, log)
 	if err != nil {
@@ -131,7 +132,7 @@ func retries(n int) int {
 }
 
 // toolRegistry registers the built-in tools that agent.tools enables.
-func toolRegistry(cfg *config.Config, store *memory.Store, log *slog.Logger) (*agent.Registry, error) {
+func toolRegistry(cfg *config.Config, store memory.Store, log *slog.Logger) (*agent.Registry, error) {
 	reg := agent.NewRegistry()
 	wf := cfg.Agent.WebFetch
 	builtins, err := tools.New(tools.Options{

@@ -21,11 +21,11 @@ import (
 	"github.com/switchboard-bot/switchboard/agent"
 	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/channels/console"
+	"github.com/switchboard-bot/switchboard/channels/hub"
 	"github.com/switchboard-bot/switchboard/heartbeat"
 	"github.com/switchboard-bot/switchboard/internal/config"
 	"github.com/switchboard-bot/switchboard/internal/metrics"
 	"github.com/switchboard-bot/switchboard/memory"
-	"github.com/switchboard-bot/switchboard/personas"
 )
 
 // Options configures a Daemon.
@@ -65,13 +65,13 @@ type Options struct {
 type Daemon struct {
 	cfgp     atomic.Pointer[config.Config]
 	log      *slog.Logger
-	store    *memory.Store
+	store    memory.Store
 	core     *Core
 	agent    agentRef // swapped when a reload changes model or agent settings
-	personas *personas.Resolver
+	personas *hub.Resolver
 	sched    *heartbeat.Scheduler
 	metrics  *metrics.Metrics
-	handler  *channels.Handler
+	handler  *hub.Handler
 	chans    []channels.Channel
 	opts     Options
 	term     *console.Terminal // the console: the terminal, or a headless one serving remote chats
@@ -114,30 +114,21 @@ func New(ctx context.Context, o Options) (*Daemon, error) {
 		metrics: metrics.New(), opts: o, sups: map[string]*supervisor{}, ready: make(chan struct{}), quit: make(chan struct{})}
 	d.cfgp.Store(cfg)
 	d.agent.p.Store(core.Agent)
-	d.handler = channels.NewHandler(channels.HandlerOptions{
+	d.handler = hub.NewHandler(hub.HandlerOptions{
 		Store:              core.Store,
 		Agent:              &d.agent,
 		Access:             accessPolicy(cfg),
 		MaxConcurrentTurns: cfg.Agent.MaxConcurrentTurns,
 		MaxMessageChars:    cfg.Agent.MaxMessageChars,
 		MaxTurnChars:       cfg.Agent.MaxTurnChars,
-		Outbound:           channels.NewOutbound(core.Store, channels.OutboundOptions{Logger: o.Logger, Observer: d.metrics, MaxChunks: cfg.Agent.MaxAnswerChunks}),
+		Outbound:           hub.NewOutbound(core.Store, hub.OutboundOptions{Logger: o.Logger, Observer: d.metrics, MaxChunks: cfg.Agent.MaxAnswerChunks}),
 		Observer:           d.metrics,
 		Personas:           core.Personas,
-		Status:             d.statusFacts,
-		Jobs:               d.jobsText,
+		Admin:              hubAdmin{d},
 		Formatting:         formattingHints,
 		BotName:            cfg.Bot.Name,
 		Logger:             o.Logger,
 		Now:                o.Now,
-		AlreadySent: func(turnID, target, text string) bool {
-			return d.sched != nil && d.sched.Sent().WasSent(turnID, target, text)
-		},
-		Heartbeat: heartbeatSwitch{d},
-		Reload: func(ctx context.Context, who string) (string, error) {
-			res, err := d.Reload(ctx, who)
-			return res.String(), err
-		},
 	})
 	if err := d.buildScheduler(core); err != nil {
 		core.Store.Close()
@@ -163,25 +154,6 @@ func New(ctx context.Context, o Options) (*Daemon, error) {
 	return d, nil
 }
 
-// OpenStore opens <data_dir>/switchboard.db with the config's retention.
-func OpenStore(cfg *config.Config, log *slog.Logger) (*memory.Store, error) {
-	st, err := memory.Open(cfg.DBPath(), memory.Options{
-		Timeout: time.Second,
-		Logger:  log,
-		// Adapters hand messages over one at a time; bolt's 10ms batch
-		// window made each Accept wait it out (BENCHMARKS.md).
-		GroupCommit:     true,
-		DedupTTL:        cfg.Retention.DedupTTL,
-		AuditMaxAge:     cfg.Retention.AuditMaxAge,
-		AuditMaxRecords: cfg.Retention.AuditMaxRecords,
-		RunsPerJob:      cfg.Retention.RunsPerJob,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("open the data store: %w", err)
-	}
-	return st, nil
-}
-
 func accessPolicy(cfg *config.Config) channels.AccessPolicy {
 	return channels.AccessPolicy{Mode: cfg.Access.Mode, AllowFrom: cfg.Access.AllowFrom, Groups: cfg.Access.Groups,
 		AllowBots: cfg.Access.AllowBots, Admins: cfg.Bot.Admins}
@@ -202,13 +174,13 @@ func (d *Daemon) config() *config.Config { return d.cfgp.Load() }
 func FormattingHint(channel string) string { return formattingHints[channel] }
 
 // Handler returns the shared handler.
-func (d *Daemon) Handler() *channels.Handler { return d.handler }
+func (d *Daemon) Handler() *hub.Handler { return d.handler }
 
 // Agent returns the agent.
 func (d *Daemon) Agent() *agent.Agent { return d.agent.p.Load() }
 
 // Store returns the store.
-func (d *Daemon) Store() *memory.Store { return d.store }
+func (d *Daemon) Store() memory.Store { return d.store }
 
 // Addr is the HTTP server's address once Run has started it (nil before).
 func (d *Daemon) Addr() net.Addr {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/hub"
 )
 
 // startHTTP serves /healthz, /readyz, webhooks and the admin endpoints on
@@ -158,7 +159,7 @@ func (d *Daemon) servePairingList(w http.ResponseWriter, r *http.Request) {
 func (d *Daemon) servePairingApprove(w http.ResponseWriter, r *http.Request) {
 	code := r.FormValue("code")
 	req, err := d.ApprovePairing(r.Context(), "admin-api", code)
-	if errors.Is(err, channels.ErrUnknownCode) {
+	if errors.Is(err, hub.ErrUnknownCode) {
 		http.Error(w, err.Error(), http.StatusNotFound)
 		return
 	}

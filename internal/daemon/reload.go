@@ -86,62 +86,15 @@ func (d *Daemon) Reload(ctx context.Context, who string) (ReloadResult, error) {
 	return res, nil
 }
 
-// apply switches from old to next, section by section.
+// apply switches from old to next, section by section. What can fail is
+// built before anything is switched.
 func (d *Daemon) apply(ctx context.Context, old, next *config.Config) (ReloadResult, error) {
-	var res ReloadResult
-	changed := func(a, b any) bool { return !reflect.DeepEqual(a, b) }
-
-	// Sections that need a new process.
-	if old.Server.Listen != next.Server.Listen {
-		res.RestartNeeded = append(res.RestartNeeded, "server.listen")
+	res := ReloadResult{RestartNeeded: restartNeeded(old, next)}
+	newAgent, err := d.rebuildAgent(old, next)
+	if err != nil {
+		return res, err
 	}
-	if old.ResolvePath(old.Bot.DataDir) != next.ResolvePath(next.Bot.DataDir) {
-		res.RestartNeeded = append(res.RestartNeeded, "bot.data_dir")
-	}
-	if old.Server.AdminToken != next.Server.AdminToken {
-		res.RestartNeeded = append(res.RestartNeeded, "server.admin_token")
-	}
-	if old.Bot.Name != next.Bot.Name {
-		res.RestartNeeded = append(res.RestartNeeded, "bot.name")
-	}
-	if old.Personas.Dir != next.Personas.Dir {
-		res.RestartNeeded = append(res.RestartNeeded, "personas.dir")
-	}
-
-	// Build what can fail before switching anything.
-	var newAgent *agent.Agent
-	if changed(old.LLM, next.LLM) || changed(old.Agent, next.Agent) || old.Bot.Timezone != next.Bot.Timezone {
-		reg, err := toolRegistry(next, d.store, d.log)
-		if err != nil {
-			return res, err
-		}
-		if err := registerEnabled(next, reg, d.sched.ScheduleTool()); err != nil {
-			return res, err
-		}
-		if err := registerEnabled(next, reg, d.sched.SendMessageTool(d.sendAllowed)); err != nil {
-			return res, err
-		}
-		a, err := NewAgent(next, AgentDeps{Sessions: d.store, Notes: d.store, Personas: d.personas, Tools: reg}, d.log, d.opts.HTTPClient)
-		if err != nil {
-			return res, err
-		}
-		newAgent = a
-	}
-
-	// Personas are re-read on every reload (the directory may have changed alone).
-	set, perrs, _ := LoadPersonaSet(next, next.ResolvePath(old.Personas.Dir)) // checked in Reload
-	res.PersonaErrors = perrs
-	res.PersonasLoaded = set.Len()
-	if set.Len() > 0 {
-		if !slices.Equal(set.Names(), d.personas.Names()) || changed(set, d.personas.Current()) {
-			res.Changed = append(res.Changed, "personas")
-		}
-		d.personas.SetPersonas(set)
-	}
-	if changed(old.Personas, next.Personas) {
-		d.personas.SetRules(next.Personas.ByTarget, next.Personas.ByChannel, next.Personas.Default)
-		res.Changed = appendOnce(res.Changed, "personas")
-	}
+	d.applyPersonas(old, next, &res)
 
 	d.cfgp.Store(next)
 	if changed(old.Access, next.Access) || !slices.Equal(old.Bot.Admins, next.Bot.Admins) {
@@ -154,17 +107,8 @@ func (d *Daemon) apply(ctx context.Context, old, next *config.Config) (ReloadRes
 		d.handler.Outbound().SetMaxChunks(next.Agent.MaxAnswerChunks)
 		res.Changed = append(res.Changed, "llm/agent")
 	}
-	if changed(old.Heartbeat, next.Heartbeat) {
-		if err := d.sched.SetHeartbeatConfig(next.Heartbeat); err != nil {
-			return res, err
-		}
-		res.Changed = append(res.Changed, "heartbeat")
-	}
-	if changed(old.Jobs, next.Jobs) {
-		if err := d.sched.SetConfigJobs(next.Jobs); err != nil {
-			return res, err
-		}
-		res.Changed = append(res.Changed, "jobs")
+	if err := d.applySchedule(old, next, &res); err != nil {
+		return res, err
 	}
 	if old.Log.Level != next.Log.Level && d.opts.LogLevel != nil {
 		d.opts.LogLevel.Set(next.Log.SlogLevel())
@@ -182,6 +126,89 @@ func (d *Daemon) apply(ctx context.Context, old, next *config.Config) (ReloadRes
 		res.Restarted = append(res.Restarted, name)
 	}
 	return res, errors.Join(errs...)
+}
+
+// changed reports whether a config section differs.
+func changed(a, b any) bool { return !reflect.DeepEqual(a, b) }
+
+// restartNeeded lists the changed keys that need a new process.
+func restartNeeded(old, next *config.Config) []string {
+	var keys []string
+	if old.Server.Listen != next.Server.Listen {
+		keys = append(keys, "server.listen")
+	}
+	if old.ResolvePath(old.Bot.DataDir) != next.ResolvePath(next.Bot.DataDir) {
+		keys = append(keys, "bot.data_dir")
+	}
+	if old.Server.AdminToken != next.Server.AdminToken {
+		keys = append(keys, "server.admin_token")
+	}
+	if old.Bot.Name != next.Bot.Name {
+		keys = append(keys, "bot.name")
+	}
+	if old.Personas.Dir != next.Personas.Dir {
+		keys = append(keys, "personas.dir")
+	}
+	return keys
+}
+
+// rebuildAgent builds the agent (with its tools) for next when llm, agent
+// or the time zone changed; nil when nothing needs rebuilding.
+func (d *Daemon) rebuildAgent(old, next *config.Config) (*agent.Agent, error) {
+	if !changed(old.LLM, next.LLM) && !changed(old.Agent, next.Agent) && old.Bot.Timezone == next.Bot.Timezone {
+		return nil, nil
+	}
+	reg, err := toolRegistry(next, d.store, d.log)
+	if err != nil {
+		return nil, err
+	}
+	if err := registerEnabled(next, reg, d.sched.ScheduleTool()); err != nil {
+		return nil, err
+	}
+	if err := registerEnabled(next, reg, d.sched.SendMessageTool(d.sendAllowed)); err != nil {
+		return nil, err
+	}
+	return NewAgent(next, AgentDeps{Sessions: d.store, Notes: d.store, Personas: d.personas, Tools: reg}, d.log, d.opts.HTTPClient)
+}
+
+// applyPersonas re-reads the persona files (the directory may have changed
+// alone) and applies the persona rules.
+func (d *Daemon) applyPersonas(old, next *config.Config, res *ReloadResult) {
+	set, perrs, _ := LoadPersonaSet(next, next.ResolvePath(old.Personas.Dir)) // checked in Reload
+	res.PersonaErrors = perrs
+	res.PersonasLoaded = set.Len()
+	if set.Len() > 0 {
+		if !slices.Equal(set.Names(), d.personas.Names()) || changed(set, d.personas.Current()) {
+			res.Changed = append(res.Changed, "personas")
+		}
+		d.personas.SetPersonas(set)
+	}
+	if changed(old.Personas, next.Personas) {
+		d.personas.SetRules(next.Personas.ByTarget, next.Personas.ByChannel, next.Personas.Default)
+		res.Changed = appendOnce(res.Changed, "personas")
+	}
+}
+
+// applySchedule hands a changed heartbeat section or jobs list to the
+// scheduler, mapped to its own option types.
+func (d *Daemon) applySchedule(old, next *config.Config, res *ReloadResult) error {
+	if changed(old.Heartbeat, next.Heartbeat) {
+		if err := d.sched.SetHeartbeatConfig(heartbeatConfig(next.Heartbeat)); err != nil {
+			return err
+		}
+		res.Changed = append(res.Changed, "heartbeat")
+	}
+	if changed(old.Jobs, next.Jobs) {
+		jobs, err := jobSpecs(next.Jobs)
+		if err != nil {
+			return err
+		}
+		if err := d.sched.SetConfigJobs(jobs); err != nil {
+			return err
+		}
+		res.Changed = append(res.Changed, "jobs")
+	}
+	return nil
 }
 
 // restartChannel stops channel name (if running) and starts it again from

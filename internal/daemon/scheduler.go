@@ -3,20 +3,26 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/switchboard-bot/switchboard/agent"
 	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/heartbeat"
+	"github.com/switchboard-bot/switchboard/internal/config"
 )
 
 // buildScheduler creates the heartbeat and job scheduler and registers the
 // schedule and send_message tools when agent.tools enables them.
 func (d *Daemon) buildScheduler(core *Core) error {
+	jobs, err := jobSpecs(d.config().Jobs)
+	if err != nil {
+		return fmt.Errorf("build the scheduler: %w", err)
+	}
 	sched, err := heartbeat.New(heartbeat.Options{
-		Heartbeat: d.config().Heartbeat,
-		Jobs:      d.config().Jobs,
+		Heartbeat: heartbeatConfig(d.config().Heartbeat),
+		Jobs:      jobs,
 		Location:  d.config().Bot.Location(),
 		Store:     core.Store,
 		Agent:     &d.agent,
@@ -49,6 +55,31 @@ func (d *Daemon) buildScheduler(core *Core) error {
 		return err
 	}
 	return registerEnabled(d.config(), core.Tools, sched.SendMessageTool(d.sendAllowed))
+}
+
+// heartbeatConfig maps the heartbeat: section to the scheduler's settings.
+func heartbeatConfig(c config.Heartbeat) heartbeat.Config {
+	return heartbeat.Config{Enabled: c.Enabled, Schedule: c.Schedule, ActiveHours: c.ActiveHours,
+		IdleAfter: c.IdleAfter, MaxPerDay: c.MaxPerDay, Targets: slices.Clone(c.Targets)}
+}
+
+// jobSpecs maps the jobs: list to the scheduler's job specs.
+func jobSpecs(list []config.Job) ([]heartbeat.JobSpec, error) {
+	out := make([]heartbeat.JobSpec, 0, len(list))
+	for _, c := range list {
+		s := heartbeat.JobSpec{Name: c.Name, Kind: c.Kind, Schedule: c.Schedule, Timezone: c.Timezone,
+			Persona: c.Persona, Prompt: c.Prompt, Text: c.Text, DeliverTo: slices.Clone(c.DeliverTo),
+			Misfire: c.Misfire, Grace: c.Grace}
+		if c.At != "" {
+			at, err := time.Parse(time.RFC3339, c.At)
+			if err != nil {
+				return nil, fmt.Errorf("jobs: job %s: at %q is not an RFC 3339 time", c.Name, c.At)
+			}
+			s.At = at
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }
 
 // sendAllowed is send_message's rule (heartbeat.TurnMayReach): a chat turn
@@ -109,20 +140,6 @@ func (d *Daemon) jobsText(ctx context.Context) string {
 		b.WriteString("\n")
 	}
 	return strings.TrimRight(b.String(), "\n")
-}
-
-// heartbeatSwitch forwards /heartbeat to the scheduler (built after the handler).
-type heartbeatSwitch struct{ d *Daemon }
-
-func (h heartbeatSwitch) Enabled(ctx context.Context) bool {
-	return h.d.sched != nil && h.d.sched.Heartbeat().Enabled(ctx)
-}
-
-func (h heartbeatSwitch) SetEnabled(ctx context.Context, on bool) error {
-	if h.d.sched == nil {
-		return fmt.Errorf("no scheduler")
-	}
-	return h.d.sched.Heartbeat().SetEnabled(ctx, on)
 }
 
 // Scheduler returns the heartbeat and job scheduler.

@@ -6,8 +6,9 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/hub"
 	"github.com/switchboard-bot/switchboard/internal/config"
+	"github.com/switchboard-bot/switchboard/internal/redact"
 )
 
 // statusFacts are the daemon's lines of /status: channels and their health,
@@ -28,7 +29,8 @@ func (d *Daemon) statusFacts(ctx context.Context) string {
 		}
 		fmt.Fprintf(&b, "channel %s: %s", n, health)
 		if st.Restarts > 0 {
-			fmt.Fprintf(&b, " (%d restarts, last error: %s)", st.Restarts, st.LastErr)
+			// An adapter's error can carry a URL with a token in it.
+			fmt.Fprintf(&b, " (%d restarts, last error: %s)", st.Restarts, redact.Text(st.LastErr))
 		}
 		b.WriteString("\n")
 	}
@@ -51,6 +53,6 @@ func (d *Daemon) statusFacts(ctx context.Context) string {
 func (d *Daemon) StatusText(ctx context.Context) string { return d.handler.StatusText(ctx) }
 
 // ApprovePairing approves a pairing code on behalf of actor and tells the user.
-func (d *Daemon) ApprovePairing(ctx context.Context, actor, code string) (channels.PairingRequest, error) {
+func (d *Daemon) ApprovePairing(ctx context.Context, actor, code string) (hub.PairingRequest, error) {
 	return d.handler.ApprovePairing(ctx, actor, "", code)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/hub"
 )
 
 // supervisor runs one channel and restarts it with backoff when Run fails,
@@ -89,7 +90,7 @@ func (s *supervisor) loop(ctx context.Context) {
 		} else {
 			s.log.Warn("channel returned; restarting", "in", delay)
 		}
-		if channels.SleepContext(ctx, delay) != nil {
+		if hub.SleepContext(ctx, delay) != nil {
 			return
 		}
 		delay = min(delay*2, s.max)

@@ -20,6 +20,7 @@ import (
 	"github.com/switchboard-bot/switchboard/internal/testkit/fakeslack"
 	"github.com/switchboard-bot/switchboard/internal/testkit/faketelegram"
 	"github.com/switchboard-bot/switchboard/memory"
+	"github.com/switchboard-bot/switchboard/memory/bolt"
 	"github.com/switchboard-bot/switchboard/personas"
 )
 
@@ -154,7 +155,7 @@ func install(t *testing.T, s spec) Options {
 		t.Fatal(err)
 	}
 	if !s.noDB {
-		st, err := memory.Open(filepath.Join(data, memory.FileName), memory.Options{NoSync: true})
+		st, err := bolt.Open(filepath.Join(data, bolt.FileName), memory.Options{NoSync: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -372,7 +373,7 @@ func TestFailures(t *testing.T) {
 				s.noDB = true
 				s.prepare = func(t *testing.T, dir string) {
 					junk := bytes.Repeat([]byte("this is not a bolt database "), 1024)
-					if err := os.WriteFile(filepath.Join(dir, "data", memory.FileName), junk, 0o600); err != nil {
+					if err := os.WriteFile(filepath.Join(dir, "data", bolt.FileName), junk, 0o600); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -386,7 +387,7 @@ func TestFailures(t *testing.T) {
 			name: "damaged pages behind intact meta pages",
 			mod: func(s *spec) {
 				s.prepare = func(t *testing.T, dir string) {
-					path := filepath.Join(dir, "data", memory.FileName)
+					path := filepath.Join(dir, "data", bolt.FileName)
 					fh, err := os.OpenFile(path, os.O_RDWR, 0)
 					if err != nil {
 						t.Fatal(err)
@@ -416,8 +417,8 @@ func TestFailures(t *testing.T) {
 			mod: func(s *spec) {
 				s.noDB = true
 				s.prepare = func(t *testing.T, dir string) {
-					path := filepath.Join(dir, "data", memory.FileName)
-					st, err := memory.Open(path, memory.Options{NoSync: true})
+					path := filepath.Join(dir, "data", bolt.FileName)
+					st, err := bolt.Open(path, memory.Options{NoSync: true})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -459,7 +460,7 @@ func TestFailures(t *testing.T) {
 			name: "database in use by a running daemon",
 			mod: func(s *spec) {
 				s.prepare = func(t *testing.T, dir string) {
-					st, err := memory.Open(filepath.Join(dir, "data", memory.FileName), memory.Options{NoSync: true})
+					st, err := bolt.Open(filepath.Join(dir, "data", bolt.FileName), memory.Options{NoSync: true})
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/switchboard-bot/switchboard/internal/config"
 	"github.com/switchboard-bot/switchboard/memory"
+	"github.com/switchboard-bot/switchboard/memory/bolt"
 	"github.com/switchboard-bot/switchboard/personas"
 )
 
@@ -244,7 +245,7 @@ func (d *doctor) checkDatabase() Result {
 			Finding: fmt.Sprintf("%s is a %s, not a database file", path, fileKind(fi)),
 			Fix:     fmt.Sprintf("move %s aside; switchboard creates a fresh database on start", path)}
 	}
-	st, err := memory.Open(path, memory.Options{Timeout: d.opts.LockTimeout, Logger: d.log})
+	st, err := bolt.Open(path, memory.Options{Timeout: d.opts.LockTimeout, Logger: d.log})
 	switch {
 	case errors.Is(err, memory.ErrInUse):
 		return Result{Name: CheckDatabase, Status: StatusWarn,
@@ -274,7 +275,7 @@ func (d *doctor) checkDatabase() Result {
 }
 
 func (d *doctor) corruptResult(path string, err error) Result {
-	var ce *memory.CorruptError
+	var ce *bolt.CorruptError
 	if errors.As(err, &ce) { // from Open: list the problems, not Open's summary
 		err = ce.Detail
 	}
@@ -284,7 +285,7 @@ func (d *doctor) corruptResult(path string, err error) Result {
 	}
 	return Result{Name: CheckDatabase, Status: StatusFail,
 		Finding: fmt.Sprintf("%s is damaged or not a switchboard database", path),
-		Fix:     memory.FixCorrupt(path, d.opts.Now()), // the same fix `run` refuses to start with
+		Fix:     bolt.FixCorrupt(path, d.opts.Now()), // the same fix `run` refuses to start with
 		Details: details}
 }
 

@@ -10,9 +10,11 @@ import (
 
 	"github.com/switchboard-bot/switchboard/agent"
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/hub"
 	"github.com/switchboard-bot/switchboard/internal/daemon"
 	"github.com/switchboard-bot/switchboard/internal/testkit/fakellm"
 	"github.com/switchboard-bot/switchboard/memory"
+	"github.com/switchboard-bot/switchboard/memory/bolt"
 )
 
 // BenchmarkHandlerLatency measures handler overhead — Handle to the reply's
@@ -35,7 +37,7 @@ func benchLatency(b *testing.B, mo memory.Options) {
 	defer llm.Close()
 	dir := b.TempDir()
 	cfg := InprocConfig(dir, llm.URL, 16)
-	st, err := memory.Open(filepath.Join(dir, "lat.db"), mo)
+	st, err := bolt.Open(filepath.Join(dir, "lat.db"), mo)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -44,7 +46,7 @@ func benchLatency(b *testing.B, mo memory.Options) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	h := channels.NewHandler(channels.HandlerOptions{Store: st, Agent: ag, MaxConcurrentTurns: 16,
+	h := hub.NewHandler(hub.HandlerOptions{Store: st, Agent: ag, MaxConcurrentTurns: 16,
 		Access: channels.AccessPolicy{Mode: "open"}})
 	ch := NewReplyChannel("load")
 	h.Register(ch)

@@ -16,7 +16,7 @@ import (
 )
 
 // Metrics holds the collectors. Its methods are safe for concurrent use and
-// implement the observer hooks of channels.Handler and channels.Outbound.
+// implement the observer hooks of hub.Handler and hub.Outbound.
 type Metrics struct {
 	reg *prometheus.Registry
 

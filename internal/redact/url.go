@@ -49,12 +49,13 @@ func URL(raw string) string {
 	return unescapeRedacted(u.String())
 }
 
-// secretParams are query parameter names that carry credentials.
+// secretParams are query parameter names that carry credentials ("ticket":
+// Slack's Socket Mode connection URL).
 var secretParams = map[string]bool{
 	"key": true, "api_key": true, "apikey": true, "token": true, "secret": true, "password": true,
 	"passwd": true, "pwd": true, "pass": true, "sig": true, "signature": true, "auth": true,
 	"authorization": true, "credential": true, "credentials": true, "code": true, "access_token": true,
-	"x_amz_signature": true, "x_amz_credential": true, "x_amz_security_token": true,
+	"x_amz_signature": true, "x_amz_credential": true, "x_amz_security_token": true, "ticket": true,
 }
 
 // secretSuffixes mark compound names ("bot_token", "client_secret").

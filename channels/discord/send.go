@@ -1,0 +1,230 @@
+package discord
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptrace"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/markup"
+)
+
+// ChunkLimit (Discord's message limit) and MaxLines bound each chunk Format
+// produces.
+const (
+	ChunkLimit = 2000
+	MaxLines   = 17
+)
+
+// Format converts Markdown to Discord chunks of at most 2000 characters and
+// about 17 lines, never breaking code fences.
+func (c *Adapter) Format(md string) []channels.Chunk {
+	return markup.DiscordChunks(md, ChunkLimit, MaxLines)
+}
+
+// postChannel is the Discord channel a target addresses.
+func postChannel(t channels.Target) string {
+	if t.ThreadID != "" {
+		return t.ThreadID
+	}
+	return t.ChatID
+}
+
+func allowedMentions() *discordgo.MessageAllowedMentions {
+	return &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{}, RepliedUser: true}
+}
+
+// sendBody is discordgo.MessageSend plus the nonce fields v0.29.0 lacks.
+type sendBody struct {
+	*discordgo.MessageSend
+	Nonce        string `json:"nonce,omitempty"`
+	EnforceNonce bool   `json:"enforce_nonce,omitempty"`
+}
+
+// discordNonce maps an Outgoing.Nonce to Discord's ≤25-character nonce,
+// deterministically.
+func discordNonce(n string) string {
+	if len(n) <= 25 {
+		return n
+	}
+	sum := sha256.Sum256([]byte(n))
+	return "sb" + hex.EncodeToString(sum[:])[:23]
+}
+
+// Send posts one chunk and returns the new message id.
+func (c *Adapter) Send(ctx context.Context, out channels.Outgoing) (string, error) {
+	chID := postChannel(out.Target)
+	if chID == "" {
+		return "", channels.Permanent(errors.New("discord: send: empty target"))
+	}
+	text := out.Text
+	if text == "" {
+		text = out.Plain
+	}
+	if strings.TrimSpace(text) == "" {
+		return "", channels.Permanent(errors.New("discord: send: empty message"))
+	}
+	data := &discordgo.MessageSend{Content: text, AllowedMentions: allowedMentions()}
+	if out.ReplyTo != "" && !c.isDM(chID) {
+		no := false
+		data.Reference = &discordgo.MessageReference{MessageID: out.ReplyTo, ChannelID: chID, FailIfNotExists: &no}
+	}
+	body := sendBody{MessageSend: data, Nonce: discordNonce(out.Nonce)}
+	body.EnforceNonce = body.Nonce != ""
+	endpoint := discordgo.EndpointChannelMessages(chID)
+	var msg discordgo.Message
+	err := c.do(ctx, "send", false, func(opts ...discordgo.RequestOption) error {
+		resp, err := c.rest.RequestWithBucketID(http.MethodPost, endpoint, body, endpoint, opts...)
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(resp, &msg); err != nil {
+			return fmt.Errorf("%w: %v", discordgo.ErrJSONUnmarshal, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	if msg.ID == "" {
+		return "", channels.Ambiguous(errors.New("discord: send: response carried no message id"))
+	}
+	return msg.ID, nil
+}
+
+// Edit replaces the text of a message the bot sent.
+func (c *Adapter) Edit(ctx context.Context, target channels.Target, messageID, text string) error {
+	chID := postChannel(target)
+	if chID == "" || messageID == "" {
+		return channels.Permanent(errors.New("discord: edit: empty target or message id"))
+	}
+	if strings.TrimSpace(text) == "" {
+		return channels.Permanent(errors.New("discord: edit: empty message"))
+	}
+	content := text
+	edit := &discordgo.MessageEdit{ID: messageID, Channel: chID, Content: &content, AllowedMentions: allowedMentions()}
+	return c.do(ctx, "edit", true, func(opts ...discordgo.RequestOption) error {
+		_, err := c.rest.ChannelMessageEditComplex(edit, opts...)
+		return err
+	})
+}
+
+// StartTyping shows "typing…" in the target now and every TypingInterval
+// until stop is called (or ctx ends). Failures are logged, never returned.
+func (c *Adapter) StartTyping(ctx context.Context, target channels.Target) (stop func()) {
+	chID := postChannel(target)
+	tctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(c.opts.TypingInterval)
+		defer tick.Stop()
+		for {
+			rctx, rcancel := context.WithTimeout(tctx, c.opts.RequestTimeout)
+			err := c.rest.ChannelTyping(chID, discordgo.WithContext(rctx), discordgo.WithRetryOnRatelimit(false))
+			rcancel()
+			if err != nil && tctx.Err() == nil {
+				c.log.Debug("discord: typing indicator failed", "chat", chID, "err", err)
+			}
+			select {
+			case <-tctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			cancel()
+			<-done
+		})
+	}
+}
+
+// do runs one REST call with a per-call timeout and classifies its error.
+// Short 429s are waited out and retried (at most twice).
+func (c *Adapter) do(ctx context.Context, op string, idempotent bool, call func(...discordgo.RequestOption) error) error {
+	for attempt := 0; ; attempt++ {
+		var wrote atomic.Bool
+		trace := &httptrace.ClientTrace{
+			GotConn: func(httptrace.GotConnInfo) { wrote.Store(false) },
+			WroteRequest: func(i httptrace.WroteRequestInfo) {
+				if i.Err == nil {
+					wrote.Store(true)
+				}
+			},
+		}
+		rctx, cancel := context.WithTimeout(ctx, c.opts.RequestTimeout)
+		err := call(discordgo.WithContext(httptrace.WithClientTrace(rctx, trace)), discordgo.WithRetryOnRatelimit(false))
+		cancel()
+		if err == nil {
+			return nil
+		}
+		var rl *discordgo.RateLimitError
+		if errors.As(err, &rl) {
+			wait := rl.RetryAfter
+			if attempt < 2 && c.opts.RateLimitMaxWait > 0 && wait <= c.opts.RateLimitMaxWait {
+				c.log.Debug("discord: rate limited, waiting", "op", op, "retry_after", wait)
+				t := time.NewTimer(wait)
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return fmt.Errorf("discord: %s: %w", op, ctx.Err())
+				case <-t.C:
+				}
+				continue
+			}
+			return channels.RateLimited(wait, fmt.Errorf("discord: %s: %w", op, err))
+		}
+		return classify(ctx, op, err, wrote.Load() && !idempotent)
+	}
+}
+
+// classify maps a discordgo/transport error to the shared error kinds.
+func classify(ctx context.Context, op string, err error, mayExist bool) error {
+	werr := fmt.Errorf("discord: %s: %w", op, err)
+	var re *discordgo.RESTError
+	if errors.As(err, &re) && re.Response != nil {
+		switch code := re.Response.StatusCode; {
+		case code == http.StatusTooManyRequests:
+			return channels.RateLimited(retryAfterHeader(re.Response.Header), werr)
+		case code >= 500 || code == http.StatusRequestTimeout:
+			return channels.Temporary(werr)
+		default:
+			return channels.Permanent(werr)
+		}
+	}
+	if errors.Is(err, discordgo.ErrJSONUnmarshal) {
+		// The platform answered 2xx: the message exists, its id is unknown.
+		if mayExist {
+			return channels.Ambiguous(werr)
+		}
+		return channels.Temporary(werr)
+	}
+	if ctx.Err() != nil && !mayExist {
+		return fmt.Errorf("discord: %s: %w", op, ctx.Err())
+	}
+	if mayExist {
+		return channels.Ambiguous(werr)
+	}
+	return channels.Temporary(werr)
+}
+
+func retryAfterHeader(h http.Header) time.Duration {
+	var secs float64
+	if _, err := fmt.Sscanf(h.Get("Retry-After"), "%g", &secs); err == nil && secs > 0 {
+		return time.Duration(secs * float64(time.Second))
+	}
+	return time.Second
+}

@@ -1,0 +1,148 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/memory"
+)
+
+// Handle implements Sink: it filters, deduplicates, checks access, persists
+// the message in the inbox and queues it. It never runs a turn inline.
+func (h *Handler) Handle(ctx context.Context, msg channels.Message) error {
+	h.received.Add(1)
+	h.obs.MessageIn(msg.Channel)
+	d, err := h.decide(ctx, msg)
+	if err != nil {
+		return err
+	}
+	switch d {
+	case channels.Ignore:
+		h.ignored.Add(1)
+		h.obs.MessageDropped(msg.Channel, "ignored")
+		return nil
+	case channels.Deny:
+		h.denied.Add(1)
+		h.obs.MessageDropped(msg.Channel, "denied")
+		h.log.Info("message from a user who is not allowed", "channel", msg.Channel, "user", msg.UserKey())
+		return nil
+	}
+	key := msg.Target().String()
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return ErrClosed
+	}
+	if s := h.sessions[key]; s != nil && len(s.queue) >= h.maxQueue {
+		h.mu.Unlock()
+		h.obs.MessageDropped(msg.Channel, "busy")
+		return ErrBusy
+	}
+	h.mu.Unlock()
+
+	msg, cut := h.caps.capMessage(msg) // before the inbox: nothing longer is ever stored
+	if cut {
+		h.log.Info("incoming message cut to agent.max_message_chars", "channel", msg.Channel, "user", msg.UserKey())
+	}
+	payload, err := json.Marshal(msg)
+	if err != nil {
+		return fmt.Errorf("encode message: %w", err)
+	}
+	id, dup, err := h.store.Accept(ctx, memory.InboxItem{Channel: msg.Channel, MessageID: msg.MessageID,
+		SessionKey: key, Payload: payload, Received: h.now()})
+	h.noteWrite(opAccept, err)
+	if err != nil {
+		return fmt.Errorf("persist message: %w", err)
+	}
+	if dup {
+		h.duplicates.Add(1)
+		h.obs.MessageDropped(msg.Channel, "duplicate")
+		return nil
+	}
+	it := item{id: id, msg: msg, decision: d}
+	if d == channels.Allow && commandName(msg.Text) == "stop" {
+		h.stopSession(key)
+	}
+	h.enqueue(key, it)
+	return nil
+}
+
+// decide applies the current access policy and pairing approvals to msg.
+func (h *Handler) decide(ctx context.Context, msg channels.Message) (channels.Decision, error) {
+	pol := h.Access()
+	d := pol.Decide(msg, false)
+	if d == channels.NeedsPairing || (d == channels.Deny && pol.Mode == channels.AccessPairing) {
+		ok, err := h.pairing.IsApproved(ctx, msg.UserKey())
+		if err != nil {
+			return d, err
+		}
+		if ok {
+			d = pol.Decide(msg, true)
+		}
+	}
+	return d, nil
+}
+
+// Replay queues the inbox items left unfinished by a previous run: committed
+// turns are only delivered, the others run again. Every item is decided again
+// under the current access policy and pairing approvals, exactly like a new
+// message: items now ignored or denied (a user removed from allow_from) are
+// cleared without a turn or a delivery; an unpaired stranger's item only gets
+// its pairing code, and only once. It returns how many items were queued.
+// Call it once at start, after registering channels.
+func (h *Handler) Replay(ctx context.Context) (int, error) {
+	items, err := h.store.InboxPending(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("read inbox: %w", err)
+	}
+	var drop []uint64
+	queued := 0
+	for _, in := range items {
+		var msg channels.Message
+		if err := json.Unmarshal(in.Payload, &msg); err != nil {
+			h.log.Error("dropping unreadable inbox item", "id", in.ID, "err", err)
+			drop = append(drop, in.ID)
+			continue
+		}
+		d, err := h.decide(ctx, msg)
+		if err != nil {
+			h.log.Error("not replaying an inbox item now: cannot check its sender's access; it stays for the next start",
+				"id", in.ID, "err", err)
+			continue
+		}
+		switch d {
+		case channels.Ignore, channels.Deny:
+			reason := "ignored"
+			if d == channels.Deny {
+				h.denied.Add(1)
+				reason = "denied"
+			} else {
+				h.ignored.Add(1)
+			}
+			h.obs.MessageDropped(msg.Channel, reason)
+			h.log.Info("not replaying a message the access policy no longer allows", "id", in.ID,
+				"channel", msg.Channel, "user", msg.UserKey(), "decision", d.String())
+			drop = append(drop, in.ID)
+			continue
+		}
+		it := item{id: in.ID, msg: msg, decision: d}
+		if in.State == memory.InboxAnswered && d == channels.Allow {
+			it.answered, it.answer, it.turnID = true, in.Answer, in.TurnID
+		}
+		h.enqueue(in.SessionKey, it)
+		queued++
+	}
+	if len(drop) > 0 {
+		err := h.store.InboxDone(ctx, drop...)
+		h.noteWrite(opClear, err)
+		if err != nil {
+			h.log.Error("clear dropped inbox items; they are checked again at the next start", "err", err)
+		}
+	}
+	if queued > 0 {
+		h.log.Info("replaying unfinished messages from the inbox", "count", queued)
+	}
+	return queued, nil
+}

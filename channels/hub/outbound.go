@@ -1,0 +1,381 @@
+package hub
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/memory"
+)
+
+// Outbox is the part of the store that records deliveries: an intent before
+// each platform call, the platform's receipt after.
+type Outbox interface {
+	OutboxIntent(ctx context.Context, r memory.OutboxRecord) (uint64, error)
+	OutboxResult(ctx context.Context, id uint64, status, platformID, errText string) error
+	OutboxForTurn(ctx context.Context, turnID string) ([]memory.OutboxRecord, error)
+}
+
+// Outbox record statuses.
+const (
+	OutboxPending   = "pending"
+	OutboxDelivered = "delivered"
+	OutboxFailed    = "failed"
+)
+
+// Delivery is one answer to deliver.
+type Delivery struct {
+	Target   channels.Target
+	ReplyTo  string // platform message id to reply to (groups)
+	TurnID   string // outbox key; "" = not recorded
+	Markdown string
+}
+
+// OutboundStats counts what the outbound path did.
+type OutboundStats struct {
+	Sent, Edited, Retried, Failed, Resent uint64
+	// LastFailure describes the latest failed delivery ("" if none yet):
+	// when, the target and the platform's error text, for /status.
+	LastFailure string
+}
+
+// Outbound is the shared delivery path: format and split through the channel,
+// record each chunk's intent and receipt in the outbox, retry by error class
+// (rate limits wait RetryAfter, temporary errors back off, permanent and
+// ambiguous errors are not retried) and edit streamed drafts into the final text.
+type Outbound struct {
+	outbox      Outbox
+	log         *slog.Logger
+	sleep       func(ctx context.Context, d time.Duration) error
+	maxAttempts int
+	baseDelay   time.Duration
+	maxDelay    time.Duration
+	maxWait     time.Duration
+	maxChunks   atomic.Int64
+	obs         DeliveryObserver
+
+	sent, edited, retried, failed, resent atomic.Uint64
+	lastFailure                           atomic.Pointer[string] // OutboundStats.LastFailure
+}
+
+// OutboundOptions configures an Outbound. Zero values take defaults.
+type OutboundOptions struct {
+	Logger      *slog.Logger
+	Sleep       func(ctx context.Context, d time.Duration) error // default: a timer that honours ctx
+	MaxAttempts int                                              // default 6
+	BaseDelay   time.Duration                                    // default 1s, doubling
+	MaxDelay    time.Duration                                    // default 30s
+	MaxWait     time.Duration                                    // longest retry_after honoured, default 5m
+	// Observer counts deliveries for metrics (optional).
+	Observer DeliveryObserver
+	// MaxChunks caps the platform messages of one answer (streamed drafts
+	// and the final delivery); a longer answer is cut and ends with
+	// TruncatedNote. Default DefaultMaxAnswerChunks.
+	MaxChunks int
+}
+
+// DeliveryObserver receives delivery events (metrics).
+type DeliveryObserver interface {
+	ChunkSent(channel string)
+	Delivery(outcome string) // retried | failed | resent
+}
+
+// NewOutbound returns an Outbound recording into outbox (which may be nil).
+func NewOutbound(outbox Outbox, o OutboundOptions) *Outbound {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Sleep == nil {
+		o.Sleep = SleepContext
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = 6
+	}
+	if o.BaseDelay <= 0 {
+		o.BaseDelay = time.Second
+	}
+	if o.MaxDelay <= 0 {
+		o.MaxDelay = 30 * time.Second
+	}
+	if o.MaxWait <= 0 {
+		o.MaxWait = 5 * time.Minute
+	}
+	if o.Observer == nil {
+		o.Observer = nopObserver{}
+	}
+	if outbox != nil {
+		outbox = &receiptOutbox{Outbox: outbox} // receipts a full disk refused (receipts.go)
+	}
+	out := &Outbound{outbox: outbox, log: o.Logger, sleep: o.Sleep, maxAttempts: o.MaxAttempts,
+		baseDelay: o.BaseDelay, maxDelay: o.MaxDelay, maxWait: o.MaxWait, obs: o.Observer}
+	out.SetMaxChunks(o.MaxChunks)
+	return out
+}
+
+// SetMaxChunks changes the cap on one answer's platform messages (config
+// reload); n <= 0 means DefaultMaxAnswerChunks.
+func (o *Outbound) SetMaxChunks(n int) {
+	if n <= 0 {
+		n = DefaultMaxAnswerChunks
+	}
+	o.maxChunks.Store(int64(n))
+}
+
+// MaxChunks is the cap on one answer's platform messages.
+func (o *Outbound) MaxChunks() int { return int(o.maxChunks.Load()) }
+
+// SleepContext waits d or until ctx is done.
+func SleepContext(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// Stats returns counters since start.
+func (o *Outbound) Stats() OutboundStats {
+	st := OutboundStats{Sent: o.sent.Load(), Edited: o.edited.Load(), Retried: o.retried.Load(),
+		Failed: o.failed.Load(), Resent: o.resent.Load()}
+	if p := o.lastFailure.Load(); p != nil {
+		st.LastFailure = *p
+	}
+	return st
+}
+
+// Deliver sends d through ch and returns the platform ids of the chunks, in
+// order. The answer is capped at MaxChunks messages (the last one then ends
+// with TruncatedNote). Chunks the outbox shows as already delivered to the
+// target with the same text are skipped; delivered drafts (streamed messages,
+// also those a run killed mid-answer left) are edited into the final text,
+// and drafts beyond the answer's last chunk become SupersededDraft; a chunk
+// with an intent but no receipt (a crash mid-send) is checked with a Verifier
+// channel, else sent again and counted as a resend.
+func (o *Outbound) Deliver(ctx context.Context, ch channels.Channel, d Delivery) ([]string, error) {
+	maxChunks := o.MaxChunks()
+	chunks, truncated := capFormat(ch, d.Markdown, maxChunks)
+	if len(chunks) == 0 {
+		return nil, nil
+	}
+	if truncated {
+		o.log.Warn("answer too long; delivering it truncated", "target", d.Target.String(), "turn", d.TurnID,
+			"chars", len(d.Markdown), "max_chunks", maxChunks)
+	}
+	state, err := o.turnState(ctx, d)
+	if err != nil {
+		return nil, err
+	}
+	editor, canEdit := ch.(channels.Editor)
+	ids := make([]string, 0, len(chunks))
+	for i, c := range chunks {
+		cr := state[i]
+		if cr.hasMsg {
+			rec := cr.msg
+			if rec.Text == c.Text || !canEdit {
+				ids = append(ids, rec.PlatformID)
+				continue
+			}
+			if err := o.edit(ctx, editor, d, i, rec.PlatformID, c); err != nil {
+				return ids, err
+			}
+			ids = append(ids, rec.PlatformID)
+			continue
+		}
+		if rec := cr.last; cr.unconfirmed() {
+			if id, ok := o.verify(ctx, ch, d, i, c, rec); ok {
+				if rec.Text != c.Text && canEdit { // a draft's send: make it the answer
+					if err := o.edit(ctx, editor, d, i, id, c); err != nil {
+						return ids, err
+					}
+				}
+				ids = append(ids, id)
+				continue
+			}
+			o.resent.Add(1)
+			o.obs.Delivery("resent")
+			o.log.Warn("resending a chunk whose earlier send has no receipt",
+				"target", d.Target.String(), "turn", d.TurnID, "chunk", i)
+		}
+		id, err := o.send(ctx, ch, d, i, c)
+		if err != nil {
+			return ids, err
+		}
+		ids = append(ids, id)
+	}
+	o.supersede(ctx, ch, d, len(chunks), state)
+	return ids, nil
+}
+
+// verify asks a Verifier channel whether a chunk without a receipt reached
+// the platform; if so, the receipt is recorded and the chunk is not resent.
+// It looks for the text the intent recorded (a streamed draft's text may
+// differ from the final chunk c).
+func (o *Outbound) verify(ctx context.Context, ch channels.Channel, d Delivery, i int, c channels.Chunk, rec memory.OutboxRecord) (string, bool) {
+	v, ok := ch.(channels.Verifier)
+	if !ok {
+		return "", false
+	}
+	text, plain := rec.Text, ""
+	if text == "" || text == c.Text {
+		text, plain = c.Text, c.Plain
+	}
+	out := channels.Outgoing{Target: d.Target, Text: text, Plain: plain, ReplyTo: d.ReplyTo, Nonce: nonce(d.TurnID, i)}
+	id, found, err := v.Delivered(ctx, out, rec.Created)
+	if err != nil {
+		o.log.Warn("could not check whether an unconfirmed chunk arrived; resending", "target", d.Target.String(), "err", err)
+		return "", false
+	}
+	if !found {
+		return "", false
+	}
+	if o.outbox != nil {
+		if err := o.outbox.OutboxResult(ctx, rec.ID, OutboxDelivered, id, ""); err != nil {
+			o.log.Error("record found chunk", "err", err, "turn", d.TurnID)
+		}
+	}
+	o.log.Info("a chunk sent before the restart had arrived; not resending it", "target", d.Target.String(), "turn", d.TurnID, "chunk", i)
+	return id, true
+}
+
+// SendChunk sends one chunk of d with retries and outbox records; the streaming
+// path uses it for drafts.
+func (o *Outbound) send(ctx context.Context, ch channels.Channel, d Delivery, i int, c channels.Chunk) (string, error) {
+	paced := false
+	if p, ok := ch.(channels.Pacer); ok {
+		if err := p.WaitSendSlot(ctx, d.Target); err != nil {
+			return "", fmt.Errorf("send to %s: %w", d.Target, err)
+		}
+		paced = true
+	}
+	var recID uint64
+	if o.outbox != nil && d.TurnID != "" {
+		id, err := o.outbox.OutboxIntent(ctx, memory.OutboxRecord{Target: d.Target.String(), TurnID: d.TurnID,
+			Chunk: i, Text: c.Text, Status: OutboxPending})
+		if err != nil {
+			return "", fmt.Errorf("record send intent: %w", err)
+		}
+		recID = id
+	}
+	out := channels.Outgoing{Target: d.Target, Text: c.Text, Plain: c.Plain, ReplyTo: d.ReplyTo, Nonce: nonce(d.TurnID, i), Paced: paced}
+	pid, attempts, err := o.retry(ctx, func(ctx context.Context) (string, error) {
+		s, err := ch.Send(ctx, out)
+		out.Paced = false // a retry waits for a fresh slot
+		return s, err
+	})
+	if recID != 0 {
+		status, errText := OutboxDelivered, ""
+		if err != nil {
+			status, errText = OutboxFailed, err.Error()
+		}
+		// Record the receipt even when ctx was canceled mid-way.
+		if rerr := o.outbox.OutboxResult(context.WithoutCancel(ctx), recID, status, pid, errText); rerr != nil {
+			o.log.Error("record send result", "err", rerr, "turn", d.TurnID)
+		}
+	}
+	if err != nil {
+		o.failed.Add(1)
+		o.obs.Delivery("failed")
+		o.logFailure(ctx, "send", d, i, attempts, err)
+		return "", fmt.Errorf("send to %s: %w", d.Target, err)
+	}
+	o.sent.Add(1)
+	o.obs.ChunkSent(d.Target.Channel)
+	return pid, nil
+}
+
+func (o *Outbound) edit(ctx context.Context, ed channels.Editor, d Delivery, i int, pid string, c channels.Chunk) error {
+	_, attempts, err := o.retry(ctx, func(ctx context.Context) (string, error) {
+		return pid, ed.Edit(ctx, d.Target, pid, c.Text)
+	})
+	if err != nil {
+		o.failed.Add(1)
+		o.obs.Delivery("failed")
+		o.logFailure(ctx, "edit", d, i, attempts, err)
+		return fmt.Errorf("edit %s in %s: %w", pid, d.Target, err)
+	}
+	o.edited.Add(1)
+	if o.outbox != nil && d.TurnID != "" {
+		id, ierr := o.outbox.OutboxIntent(ctx, memory.OutboxRecord{Target: d.Target.String(), TurnID: d.TurnID,
+			Chunk: i, Text: c.Text, Status: OutboxPending})
+		if ierr == nil {
+			ierr = o.outbox.OutboxResult(ctx, id, OutboxDelivered, pid, "")
+		}
+		if ierr != nil {
+			o.log.Error("record edit", "err", ierr, "turn", d.TurnID)
+		}
+	}
+	return nil
+}
+
+// retry runs op until it succeeds, fails permanently or attempts run out;
+// it returns the number of attempts made.
+func (o *Outbound) retry(ctx context.Context, op func(context.Context) (string, error)) (string, int, error) {
+	delay := o.baseDelay
+	for attempt := 1; ; attempt++ {
+		id, err := op(ctx)
+		if err == nil {
+			return id, attempt, nil
+		}
+		kind, after := channels.ClassifyError(err)
+		if kind == channels.KindPermanent || kind == channels.KindAmbiguous || attempt >= o.maxAttempts || ctx.Err() != nil {
+			return "", attempt, err
+		}
+		wait := delay
+		if kind == channels.KindRateLimited {
+			wait = min(max(after, 10*time.Millisecond), o.maxWait)
+		} else {
+			delay = min(delay*2, o.maxDelay)
+		}
+		o.retried.Add(1)
+		o.obs.Delivery("retried")
+		o.log.Debug("retrying delivery", "kind", kind.String(), "wait", wait, "attempt", attempt, "err", err)
+		if err := o.sleep(ctx, wait); err != nil {
+			return "", attempt, err
+		}
+	}
+}
+
+// logFailure reports a send or edit that failed after its retries: at WARN
+// with the target and the platform's error text (the retries themselves log
+// at DEBUG), and as OutboundStats.LastFailure for /status. A delivery cut
+// short by shutdown is replayed at the next start and logs at INFO.
+func (o *Outbound) logFailure(ctx context.Context, op string, d Delivery, chunk, attempts int, err error) {
+	kind, _ := channels.ClassifyError(err)
+	if ctx.Err() != nil {
+		o.log.Info("delivery interrupted by shutdown; it is retried at the next start",
+			"op", op, "target", d.Target.String(), "turn", d.TurnID, "chunk", chunk)
+		return
+	}
+	o.log.Warn("delivery failed", "op", op, "target", d.Target.String(), "turn", d.TurnID, "chunk", chunk,
+		"attempts", attempts, "kind", kind.String(), "err", err)
+	desc := fmt.Sprintf("%s %s to %s failed (%s, %d attempt(s)): %s",
+		time.Now().UTC().Format(time.RFC3339), op, d.Target, kind, attempts, oneLineErr(err))
+	o.lastFailure.Store(&desc)
+}
+
+// oneLineErr keeps an error's text to one line of at most 300 characters.
+func oneLineErr(err error) string {
+	s := strings.Join(strings.Fields(err.Error()), " ")
+	if r := []rune(s); len(r) > 300 {
+		s = string(r[:300]) + "…"
+	}
+	return s
+}
+
+func nonce(turnID string, i int) string {
+	if turnID == "" {
+		return ""
+	}
+	return turnID + "/" + strconv.Itoa(i)
+}

@@ -1,0 +1,312 @@
+package heartbeat
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/switchboard-bot/switchboard/agent"
+	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/memory"
+)
+
+// Tick runs every job that is due at now (see the package doc for the
+// misfire rules). Jobs run one after another; a job already running is left
+// alone.
+func (j *Jobs) Tick(ctx context.Context, now time.Time) error {
+	specs, err := j.all(ctx)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, s := range specs {
+		if ctx.Err() != nil {
+			break
+		}
+		if err := j.tickOne(ctx, s.JobSpec, s.source, now); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// TickJob runs job name if it is due at now (the cron entry of one job).
+func (j *Jobs) TickJob(ctx context.Context, name string, now time.Time) error {
+	s, src, err := j.spec(ctx, name)
+	if err != nil {
+		return err
+	}
+	return j.tickOne(ctx, s, src, now)
+}
+
+func (j *Jobs) tickOne(ctx context.Context, s JobSpec, source string, now time.Time) error {
+	if !j.lock(s.Name) {
+		return nil
+	}
+	defer j.unlock(s.Name)
+	st, found, err := j.loadState(ctx, s.Name)
+	if err != nil {
+		return fmt.Errorf("jobs: %s: %w", s.Name, err)
+	}
+	if st.Paused || st.Done {
+		return nil
+	}
+	log := j.log.With(slog.String("job", s.Name))
+	if s.OneShot() {
+		if now.Before(s.At) || now.Before(st.RetryAt) {
+			return nil
+		}
+		if st.Attempts == 0 && now.Sub(s.At) > s.grace() && s.Misfire != MisfireRunOnce {
+			st.Done = true
+			log.Warn("one-shot job missed while the daemon was down; skipped (misfire skip)", slog.Time("at", s.At))
+			return errors.Join(j.recordSkipped(ctx, s, s.At, 1, now), j.saveState(ctx, s.Name, st))
+		}
+		_, err := j.execute(ctx, s, source, st, s.At, now, false)
+		return err
+	}
+	sched, err := parseSchedule(s, j.location(s))
+	if err != nil {
+		return fmt.Errorf("jobs: %s: %w", s.Name, err)
+	}
+	if !found || st.Last.IsZero() {
+		// First sighting: nothing before now is caught up.
+		st.Last = now
+		return j.saveState(ctx, s.Name, st)
+	}
+	latest, n := occurrences(sched, st.Last, now)
+	if n == 0 {
+		return nil
+	}
+	// Persist the handled occurrence first: a crash mid-run must not repeat it.
+	st.Last = latest
+	if err := j.saveState(ctx, s.Name, st); err != nil {
+		return err
+	}
+	late := now.Sub(latest)
+	switch {
+	case late <= s.grace():
+		if n > 1 {
+			log.Warn("earlier runs were missed; running the latest only", slog.Int("missed", n-1))
+		}
+	case s.Misfire == MisfireRunOnce:
+		log.Warn("runs were missed while the daemon was down; running once now (misfire run_once)",
+			slog.Int("missed", n), slog.Time("latest", latest))
+	default:
+		log.Warn("runs were missed while the daemon was down; skipped (misfire skip)",
+			slog.Int("missed", n), slog.Time("latest", latest))
+		return j.recordSkipped(ctx, s, latest, n, now)
+	}
+	_, err = j.execute(ctx, s, source, st, latest, now, false)
+	return err
+}
+
+func (j *Jobs) recordSkipped(ctx context.Context, s JobSpec, latest time.Time, n int, now time.Time) error {
+	msg := fmt.Sprintf("missed %d scheduled run(s), the latest at %s, while the daemon was down; misfire policy skip",
+		n, latest.In(j.location(s)).Format("2006-01-02 15:04 MST"))
+	_, err := j.o.Store.AddRun(ctx, memory.JobRun{Job: s.Name, Scheduled: latest, Started: now, Finished: now,
+		Status: RunSkipped, Error: msg})
+	if err != nil {
+		return fmt.Errorf("jobs: record skipped run of %s: %w", s.Name, err)
+	}
+	return nil
+}
+
+// execute runs one occurrence of s (the caller holds the job's lock) and
+// records it. manual runs (RunNow) do not touch the one-shot retry state.
+func (j *Jobs) execute(ctx context.Context, s JobSpec, source string, st jobState, scheduled, now time.Time, manual bool) (memory.JobRun, error) {
+	run := memory.JobRun{Job: s.Name, Scheduled: scheduled, Started: now, Status: RunRunning}
+	id, err := j.o.Store.AddRun(ctx, run)
+	if err != nil {
+		return run, fmt.Errorf("jobs: record run of %s: %w", s.Name, err)
+	}
+	run.ID = id
+
+	pending := st.Pending
+	if manual || pending == nil {
+		pending = &pendingRun{}
+	}
+	j.produceAndDeliver(ctx, s, scheduled, pending, &run)
+	run.Finished = j.o.Now()
+	if j.o.OnRun != nil {
+		j.o.OnRun("job", run.Status)
+	}
+	var outErr []error
+	if err := j.o.Store.UpdateRun(context.WithoutCancel(ctx), run); err != nil {
+		outErr = append(outErr, fmt.Errorf("jobs: record run of %s: %w", s.Name, err))
+	}
+	if err := j.settle(ctx, s, source, st, run, pending, now, manual); err != nil {
+		outErr = append(outErr, err)
+	}
+	return run, errors.Join(outErr...)
+}
+
+// produceAndDeliver computes the text (or reuses a failed one-shot's
+// stored answer), delivers it to every target not yet delivered and sets
+// the run's deliveries, status and error.
+func (j *Jobs) produceAndDeliver(ctx context.Context, s JobSpec, scheduled time.Time, pending *pendingRun, run *memory.JobRun) {
+	text, execErr := pending.Text, error(nil)
+	var mark uint64
+	if text == "" {
+		mark = j.o.Sent.Mark()
+		text, execErr = j.produce(ctx, s)
+	}
+	var errs []string
+	delivered := 0
+	if execErr != nil {
+		errs = append(errs, execErr.Error())
+	} else {
+		pending.Text = text
+		if pending.Delivered == nil {
+			pending.Delivered = map[string]string{}
+		}
+		for _, target := range s.DeliverTo {
+			ds := j.deliverOne(ctx, s, target, text, scheduled, mark, pending.Delivered)
+			run.Deliveries = append(run.Deliveries, ds)
+			switch ds.Status {
+			case DeliveryDelivered:
+				pending.Delivered[target] = ds.PlatformID
+				delivered++
+			case DeliverySkipped:
+				delivered++
+			default:
+				errs = append(errs, target+": "+ds.Error)
+			}
+		}
+	}
+	switch {
+	case execErr != nil || delivered == 0:
+		run.Status = RunFailed
+	case delivered < len(s.DeliverTo):
+		run.Status = RunPartial
+	default:
+		run.Status = RunOK
+	}
+	run.Error = strings.Join(errs, "; ")
+}
+
+// settle updates the job's state after a run: the failure streak (and the
+// admins' alert), and for a one-shot its completion, removal or retry.
+func (j *Jobs) settle(ctx context.Context, s JobSpec, source string, st jobState, run memory.JobRun, pending *pendingRun, now time.Time, manual bool) error {
+	log := j.log.With(slog.String("job", s.Name))
+	// Reload: Pause/Resume may have changed the state during the run.
+	if cur, found, err := j.loadState(ctx, s.Name); err == nil && found {
+		cur.Last = st.Last
+		st = cur
+	}
+	if run.Status == RunOK {
+		st.Failures, st.Alerted = 0, false
+	} else {
+		st.Failures++
+		log.Warn("job run failed", slog.String("status", run.Status), slog.String("error", run.Error))
+		if st.Failures >= j.o.AlertAfter && !st.Alerted {
+			st.Alerted = true
+			j.alert(ctx, fmt.Sprintf("Job %q has failed %d times in a row. Last error: %s", s.Name, st.Failures, run.Error))
+		}
+	}
+	if s.OneShot() {
+		switch {
+		case run.Status == RunOK && source == SourceChat:
+			return j.removeFinished(ctx, s.Name, log)
+		case run.Status == RunOK:
+			st.Done, st.Pending, st.Attempts = true, nil, st.Attempts+1
+		case !manual:
+			st.Attempts++
+			st.Pending = pending
+			if st.Attempts >= j.o.MaxAttempts {
+				st.Done = true
+				log.Error("one-shot job gave up", slog.Int("attempts", st.Attempts))
+			} else {
+				st.RetryAt = now.Add(j.o.RetryDelay)
+			}
+		}
+	}
+	err := j.saveState(context.WithoutCancel(ctx), s.Name, st)
+	log.Info("job ran", slog.String("status", run.Status), slog.Time("scheduled", run.Scheduled))
+	return err
+}
+
+// removeFinished deletes a runtime one-shot that succeeded, with its state.
+func (j *Jobs) removeFinished(ctx context.Context, name string, log *slog.Logger) error {
+	var errs []error
+	if err := j.o.Store.DeleteJob(context.WithoutCancel(ctx), name); err != nil && !errors.Is(err, memory.ErrNotFound) {
+		errs = append(errs, fmt.Errorf("jobs: remove finished one-shot %s: %w", name, err))
+	}
+	if err := j.o.Store.KVDelete(context.WithoutCancel(ctx), kvJobState+name); err != nil {
+		errs = append(errs, fmt.Errorf("jobs: remove state of %s: %w", name, err))
+	}
+	j.changed()
+	log.Info("one-shot job done and removed")
+	return errors.Join(errs...)
+}
+
+// produce computes the text to deliver.
+func (j *Jobs) produce(ctx context.Context, s JobSpec) (string, error) {
+	if s.Kind == KindReminder {
+		return s.Text, nil
+	}
+	if j.o.Agent == nil {
+		return "", fmt.Errorf("run task: agent %w", errNotConfigured)
+	}
+	ans, err := j.o.Agent.ProcessDirect(ctx, "job:"+s.Name, s.Prompt, agent.DirectOptions{
+		Persona: s.Persona, Tools: s.Tools, JobName: s.Name, DeliverTo: slices.Clone(s.DeliverTo),
+		Runtime: agent.Runtime{ChatType: "job"},
+	})
+	if err != nil {
+		return "", fmt.Errorf("run task: %w", err)
+	}
+	if strings.TrimSpace(ans) == "" {
+		return "", errors.New("run task: the model returned an empty answer")
+	}
+	return ans, nil
+}
+
+func (j *Jobs) deliverOne(ctx context.Context, s JobSpec, target, text string, scheduled time.Time, mark uint64, done map[string]string) memory.DeliveryStatus {
+	ds := memory.DeliveryStatus{Target: target}
+	if id, ok := done[target]; ok {
+		ds.Status, ds.PlatformID = DeliveryDelivered, id
+		return ds
+	}
+	if isStatusToken(text) {
+		ds.Status, ds.Error = DeliverySkipped, "the answer was a status token; nothing to deliver"
+		return ds
+	}
+	if s.Kind == KindTask {
+		for _, e := range j.o.Sent.Since("job:"+s.Name, mark) {
+			if e.Target == target && sameText(e.Text, text) {
+				ds.Status, ds.PlatformID = DeliveryDelivered, strings.Join(e.MessageIDs, ",")
+				return ds
+			}
+		}
+	}
+	tgt, ok := channels.ParseTarget(target)
+	if !ok {
+		ds.Status, ds.Error = DeliveryFailed, fmt.Sprintf("%q is not a target", target)
+		return ds
+	}
+	if j.o.Out == nil {
+		ds.Status, ds.Error = DeliveryFailed, "no outbound path configured"
+		return ds
+	}
+	turnID := fmt.Sprintf("job-%s-%d-%s", s.Name, scheduled.Unix(), target)
+	ids, err := j.o.Out.Deliver(ctx, tgt, turnID, text)
+	switch {
+	case err != nil:
+		ds.Status, ds.Error = DeliveryFailed, err.Error()
+	case len(ids) == 0:
+		ds.Status, ds.Error = DeliveryFailed, "the platform returned no message id"
+	default:
+		ds.Status, ds.PlatformID = DeliveryDelivered, strings.Join(ids, ",")
+	}
+	return ds
+}
+
+func (j *Jobs) alert(ctx context.Context, text string) {
+	j.log.Error("alerting the admins", slog.String("alert", text))
+	if j.o.Alert != nil {
+		j.o.Alert(ctx, text)
+	}
+}

@@ -1,0 +1,134 @@
+package config
+
+import (
+	"time"
+
+	"github.com/switchboard-bot/switchboard/agent/defaults"
+	"github.com/switchboard-bot/switchboard/heartbeat/schedule"
+)
+
+const mib = 1 << 20
+
+// Default returns every key's default value (DESIGN §4). It does not read
+// the environment. The defaults of behaviour a library owns come from that
+// library (agent/defaults for llm.* and agent.* loop bounds,
+// heartbeat/schedule for a job's grace); the rest are defined here only.
+func Default() *Config {
+	return &Config{
+		Bot: Bot{
+			Name:     "Switchboard",
+			DataDir:  "./data",
+			Timezone: "Local",
+			Admins:   []string{},
+		},
+		LLM:   defaultLLM(),
+		Agent: defaultAgent(),
+		Personas: Personas{
+			Dir:       "./personas",
+			Default:   "assistant",
+			ByTarget:  map[string]string{},
+			ByChannel: map[string]string{},
+		},
+		Access: Access{
+			Mode:      "pairing",
+			AllowFrom: []string{},
+			Groups:    "mention",
+		},
+		Channels: defaultChannels(),
+		Heartbeat: Heartbeat{
+			Enabled:     false,
+			Schedule:    "0 * * * *",
+			ActiveHours: "09:00-21:00",
+			IdleAfter:   4 * time.Hour,
+			MaxPerDay:   2,
+			Targets:     []string{},
+		},
+		Jobs: []Job{},
+		Server: Server{
+			Listen: "127.0.0.1:8787",
+		},
+		Log: Log{Level: "info", Format: "text"},
+		Retention: Retention{
+			DedupTTL:        168 * time.Hour,
+			AuditMaxAge:     2160 * time.Hour,
+			AuditMaxRecords: 100000,
+			RunsPerJob:      100,
+		},
+		Storage: Storage{Backend: "bolt"},
+	}
+}
+
+func defaultLLM() LLM {
+	return LLM{
+		Model:        defaults.Model,
+		Temperature:  0.7,
+		MaxTokens:    4096,
+		Timeout:      defaults.Timeout,
+		MaxRetries:   defaults.MaxRetries,
+		ToolProtocol: defaults.ToolProtocol,
+	}
+}
+
+func defaultAgent() Agent {
+	return Agent{
+		MaxIterations:      defaults.MaxIterations,
+		MaxToolCalls:       defaults.MaxToolCalls,
+		ToolRetries:        defaults.ToolRetries,
+		ToolRetryDelay:     defaults.ToolRetryDelay,
+		ToolTimeout:        defaults.ToolTimeout,
+		ObservationMaxLen:  defaults.ObservationMaxLen,
+		MaxHistory:         defaults.MaxHistory,
+		TokenBudget:        0,
+		MaxConcurrentTurns: 16,
+		TurnTimeout:        5 * time.Minute,
+		MaxMessageChars:    16000,
+		MaxTurnChars:       48000,
+		MaxAnswerChunks:    8,
+		Tools:              []string{"current_time", "web_fetch", "memory", "schedule", "send_message"},
+		WebFetch: WebFetch{
+			AllowDomains: []string{},
+			MaxBytes:     mib,
+			AllowPrivate: false,
+		},
+	}
+}
+
+func defaultChannels() Channels {
+	return Channels{
+		Console: Console{Enabled: true},
+		Telegram: Telegram{
+			Mode:          "polling",
+			EditInterval:  time.Second,
+			MaxMediaBytes: 10 * mib,
+		},
+		Discord: Discord{
+			Guilds:        []string{},
+			EditInterval:  time.Second,
+			MaxMediaBytes: 10 * mib,
+		},
+		Slack: Slack{
+			Mode:          "socket",
+			ThreadReplies: true,
+			EditInterval:  time.Second,
+			MaxMediaBytes: 10 * mib,
+		},
+	}
+}
+
+// defaultJob is what an entry of jobs starts from before the file's keys
+// are applied.
+func defaultJob() Job {
+	return Job{Kind: "task", Misfire: "skip", Grace: schedule.DefaultGrace, DeliverTo: []string{}}
+}
+
+// envDefaults are the keys whose default is an environment variable
+// reference (DESIGN §4), applied when the key is absent from the file.
+var envDefaults = []struct{ key, env string }{
+	{"llm.base_url", "OPENAI_BASE_URL"},
+	{"llm.api_key", "OPENAI_API_KEY"},
+	{"channels.telegram.token", "TELEGRAM_BOT_TOKEN"},
+	{"channels.discord.token", "DISCORD_BOT_TOKEN"},
+	{"channels.slack.bot_token", "SLACK_BOT_TOKEN"},
+	{"channels.slack.app_token", "SLACK_APP_TOKEN"},
+	{"channels.slack.signing_secret", "SLACK_SIGNING_SECRET"},
+}

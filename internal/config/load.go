@@ -1,0 +1,200 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Error is one problem in a configuration file. Its text is
+// "<file>:<line>: <message>" ("<file>:<line>:<column>: …" when the column is
+// known, "<file>: <message>" when no line is known);
+// the message names the dotted key path. Errors never contain a secret.
+type Error struct {
+	File string
+	Line int    // 0 when unknown
+	Col  int    // column on Line, 0 when unknown
+	Key  string // dotted key path, e.g. "channels.telegram.token"; "" for syntax errors
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	if e.Line > 0 && e.Col > 0 {
+		return e.File + ":" + strconv.Itoa(e.Line) + ":" + strconv.Itoa(e.Col) + ": " + e.Msg
+	}
+	if e.Line > 0 {
+		return e.File + ":" + strconv.Itoa(e.Line) + ": " + e.Msg
+	}
+	return e.File + ": " + e.Msg
+}
+
+// sourceMap records, per dotted key path, where a value came from.
+type sourceMap struct {
+	lines   map[string]int      // line of the key (or item) in the file
+	refs    map[string][]string // environment variables the value referenced
+	present map[string]bool     // keys written in the file
+	raw     map[string]string   // text as written, for values that referenced variables
+}
+
+func newSourceMap() *sourceMap {
+	return &sourceMap{lines: map[string]int{}, refs: map[string][]string{}, present: map[string]bool{}, raw: map[string]string{}}
+}
+
+// line returns the line of key or of its nearest ancestor written in the file.
+func (s *sourceMap) line(key string) int {
+	if s == nil {
+		return 0
+	}
+	for k := key; k != ""; k = parentKey(k) {
+		if l, ok := s.lines[k]; ok {
+			return l
+		}
+	}
+	return 0
+}
+
+func parentKey(k string) string {
+	i := strings.LastIndexAny(k, ".[")
+	if i < 0 {
+		return ""
+	}
+	return k[:i]
+}
+
+// Load reads path and returns the validated configuration, expanding ${VAR}
+// from the process environment. A missing file is not an error: the result
+// is the defaults (with the environment-backed keys filled from the
+// environment) and Path set.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return Parse(path, nil, os.LookupEnv)
+		}
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	return Parse(path, data, os.LookupEnv)
+}
+
+// Parse decodes data (the contents of the file at path; path is used for
+// error messages and Config.Path) strictly, expands ${VAR} through env and
+// validates the result. Empty data yields the defaults.
+func Parse(path string, data []byte, env func(string) (string, bool)) (*Config, error) {
+	file := displayName(path)
+	cfg := Default()
+	cfg.Path = path
+	cfg.src = newSourceMap()
+
+	root, err := parseYAML(file, data)
+	if err != nil {
+		return nil, err
+	}
+	d := &decoder{file: file, env: env, src: cfg.src}
+	if root != nil {
+		d.decodeStruct(root, reflect.ValueOf(cfg).Elem(), "")
+	}
+	d.applyEnvDefaults(cfg)
+	if len(d.errs) > 0 {
+		return nil, errors.Join(d.errs...)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+func displayName(path string) string {
+	if path == "" {
+		return "config.yaml"
+	}
+	return path
+}
+
+var yamlLineErr = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// parseYAML parses data into its root node: nil for an empty document (or
+// one holding only comments or null).
+func parseYAML(file string, data []byte) (root *yaml.Node, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			root, err = nil, &Error{File: file, Msg: fmt.Sprintf("invalid YAML: %v", r)}
+		}
+	}()
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, nil
+		}
+		return nil, yamlError(file, data, err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		if err != nil {
+			return nil, yamlError(file, data, err)
+		}
+		return nil, &Error{File: file, Line: extra.Line, Msg: "a second YAML document is not allowed (remove the \"---\")"}
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
+		return nil, nil
+	}
+	n := resolveAlias(doc.Content[0])
+	if isNull(n) {
+		return nil, nil
+	}
+	if n.Kind != yaml.MappingNode {
+		return nil, &Error{File: file, Line: n.Line, Msg: "the top level must be a mapping of keys (bot:, llm:, …), got " + kindName(n)}
+	}
+	return n, nil
+}
+
+func yamlError(file string, data []byte, err error) error {
+	msg := err.Error()
+	line := 0
+	if m := yamlLineErr.FindStringSubmatch(msg); m != nil {
+		line, _ = strconv.Atoi(m[1])
+		msg = m[2]
+	} else {
+		msg = strings.TrimPrefix(msg, "yaml: ")
+	}
+	if e := yamlHint(file, data, line, msg); e != nil {
+		return e
+	}
+	return &Error{File: file, Line: line, Msg: "invalid YAML: " + msg}
+}
+
+func resolveAlias(n *yaml.Node) *yaml.Node {
+	for i := 0; n != nil && n.Kind == yaml.AliasNode && i < 8; i++ {
+		n = n.Alias
+	}
+	return n
+}
+
+func isNull(n *yaml.Node) bool {
+	return n == nil || (n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null")
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		if isNull(n) {
+			return "null"
+		}
+		return "a scalar"
+	case yaml.AliasNode:
+		return "an alias"
+	}
+	return "nothing"
+}
