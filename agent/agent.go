@@ -77,7 +77,7 @@ func (a *Agent) Prompt(ctx context.Context, req Request) (system []string, runti
 	persona := a.persona(req.Persona)
 	var tools []Tool
 	if !req.NoTools {
-		tools = a.o.Tools.selected(persona.Tools, req.Tools)
+		tools = available(a.o.Tools.selected(persona.Tools, req.Tools), persona)
 	}
 	mode := a.mode(tools)
 	system = []string{a.builder.SystemPrompt(persona, tools, mode)}
@@ -168,7 +168,7 @@ func (a *Agent) run(ctx context.Context, req Request, job CallInfo) (Result, err
 	persona := a.persona(req.Persona)
 	var tools []Tool
 	if !req.NoTools {
-		tools = a.o.Tools.selected(persona.Tools, req.Tools)
+		tools = available(a.o.Tools.selected(persona.Tools, req.Tools), persona)
 	}
 	id := req.TurnID
 	if id == "" {
@@ -186,7 +186,7 @@ func (a *Agent) run(ctx context.Context, req Request, job CallInfo) (Result, err
 		started: a.o.Now(),
 	}
 	t.callInfo = CallInfo{SessionKey: req.SessionKey, Persona: persona.Name, JobName: job.JobName,
-		DeliverTo: job.DeliverTo, TurnID: t.id}
+		DeliverTo: job.DeliverTo, TurnID: t.id, Skills: persona.Skills}
 	t.runtime = a.builder.RuntimeBlock(req.Runtime, job.JobName)
 	return t.execute(ctx)
 }

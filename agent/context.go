@@ -36,7 +36,9 @@ const (
 // the current turn into the messages of a model call, in this order:
 //
 //  1. the stable system prompt: persona identity, tool-use principles,
-//     memory guidance (when the memory tool is offered), safety rules, and in
+//     memory guidance (when the memory tool is offered), the sections of
+//     offered tools that implement PromptSection (the skills list), safety
+//     rules, and in
 //     the JSON protocol the reply format with the tool list. It depends only
 //     on persona, offered tools and protocol, so it is byte-identical across
 //     turns and a prompt-caching endpoint can reuse it;
@@ -115,6 +117,7 @@ func (b ContextBuilder) SystemPrompt(p Persona, tools []Tool, mode string) strin
 	if hasTool(tools, MemoryToolName) {
 		sb.WriteString(promptMemory)
 	}
+	sb.WriteString(toolSections(p, tools))
 	sb.WriteString(promptSafety)
 	if mode == renderJSON && len(tools) > 0 {
 		sb.WriteString(`

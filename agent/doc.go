@@ -38,6 +38,14 @@
 //     work stops FinalGrace (at most a quarter of TurnTimeout) before it, and
 //     the closing answer must fit in what is left; if it does not, the turn
 //     ends at TurnTimeout with the text streamed so far (or a fixed note).
+//   - Answer size: Options.MaxResponseChars (llm.max_response_chars) bounds
+//     one model answer, content, reasoning and tool-call arguments together.
+//     A model that streams past it is cut there: the provider stops reading
+//     (closing the stream drops the connection), logs one WARN line and
+//     returns the text so far with "… [answer cut: the model sent more than
+//     N characters]", finish reason "length" and no tool calls (a call cut
+//     mid-arguments never runs). The turn ends normally with that text, so
+//     history never holds, nor re-sends, more than the bound.
 //   - Commit: a finished or canceled turn is committed in one AppendTurn
 //     (user message, tool calls, every result, the answer or the partial
 //     text). A turn that failed at the model is committed only if tools ran

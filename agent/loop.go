@@ -2,12 +2,10 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -72,6 +70,16 @@ func (t *turn) resetText() {
 		t.emit(Event{Kind: EventReset})
 	}
 	t.partial.Reset()
+}
+
+// showAnswer brings the streamed text up to answer: the missing rest, or
+// a reset and the whole answer when the stream does not lead to it.
+func (t *turn) showAnswer(answer string) {
+	reset, rest := reconcile(t.partial.String(), answer)
+	if reset {
+		t.resetText()
+	}
+	t.emitText(rest)
 }
 
 func (t *turn) now() time.Time { return t.o.Now() }
@@ -340,6 +348,9 @@ func (t *turn) step(ctx context.Context, note string) (stepOut, error) {
 		return stepOut{calls: resp.ToolCalls}, nil
 	}
 	text := resp.Content
+	if resp.Cut {
+		t.showAnswer(text) // the cut marker was not streamed
+	}
 	if final && strings.TrimSpace(text) == "" {
 		t.resetText()
 		text = closingFallback
@@ -372,15 +383,18 @@ func (t *turn) stepJSON(ctx context.Context, note string) (stepOut, error) {
 		if err != nil {
 			return stepOut{}, err
 		}
+		if resp.Cut {
+			// The envelope cannot be complete: the answer is what was
+			// streamed of it (nothing for an action), with the marker.
+			text := withCutMarker(as.Streamed(), t.o.MaxResponseChars)
+			t.showAnswer(text)
+			t.msgs = append(t.msgs, memory.Message{Role: memory.RoleAssistant, Content: text, Reasoning: resp.Reasoning, Time: t.now()})
+			return stepOut{final: true, text: text}, nil
+		}
 		env, perr := ParseEnvelope(resp.Content)
 		switch {
 		case perr == nil && env.Type == EnvelopeFinal:
-			if reset, rest := reconcile(t.partial.String(), env.Answer); reset {
-				t.resetText()
-				t.emitText(rest)
-			} else {
-				t.emitText(rest)
-			}
+			t.showAnswer(env.Answer)
 			t.msgs = append(t.msgs, memory.Message{Role: memory.RoleAssistant, Content: env.Answer, Reasoning: resp.Reasoning, Time: t.now()})
 			return stepOut{final: true, text: env.Answer}, nil
 		case perr == nil && env.Type == EnvelopeAction && !final:
@@ -409,148 +423,4 @@ func (t *turn) stepJSON(ctx context.Context, note string) (stepOut, error) {
 			openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: resp.Content},
 			openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: repairPrompt(perr)})
 	}
-}
-
-type plannedCall struct {
-	call memory.ToolCall
-	tool Tool
-	run  bool
-	res  toolRun
-}
-
-func canonicalArgs(raw string) string {
-	var v any
-	if err := json.Unmarshal([]byte(raw), &v); err != nil {
-		return strings.TrimSpace(raw)
-	}
-	b, _ := json.Marshal(v)
-	return string(b)
-}
-
-func (t *turn) toolByName(name string) (Tool, bool) {
-	for _, tl := range t.tools {
-		if tl.Name() == name {
-			return tl, true
-		}
-	}
-	return nil, false
-}
-
-func (t *turn) toolNames() string {
-	if len(t.tools) == 0 {
-		return "no tools are available"
-	}
-	names := make([]string, len(t.tools))
-	for i, tl := range t.tools {
-		names[i] = tl.Name()
-	}
-	return "available tools: " + strings.Join(names, ", ")
-}
-
-// runTools checks, approves and runs the calls of one step (concurrently),
-// then appends the results in the model's order.
-func (t *turn) runTools(ctx context.Context, calls []memory.ToolCall) (stop bool, reason FinishReason, why string) {
-	plans := make([]plannedCall, len(calls))
-	notRun := func(p *plannedCall, msg string) { p.res = toolRun{output: "not run: " + msg, isError: true} }
-	fail := func(p *plannedCall, msg string) { p.res = toolRun{output: "error: " + msg, isError: true} }
-	for i, c := range calls {
-		p := &plans[i]
-		p.call = c
-		if strings.TrimSpace(p.call.Arguments) == "" {
-			p.call.Arguments = "{}"
-		}
-		cc := c
-		t.emit(Event{Kind: EventToolCall, ToolCall: &cc})
-		if stop {
-			notRun(p, why)
-			continue
-		}
-		if t.toolCalls >= t.o.MaxToolCalls {
-			stop, reason, why = true, FinishMaxIterations, fmt.Sprintf("the limit of %d tool calls for this turn is reached", t.o.MaxToolCalls)
-			notRun(p, why)
-			continue
-		}
-		t.toolCalls++
-		tool, ok := t.toolByName(c.Name)
-		if !ok {
-			if _, exists := t.o.Tools.Get(c.Name); exists {
-				// A real tool this chat may not use (persona or request
-				// allowlist): a policy denial, never a run, and the turn
-				// ends with a closing answer as for any other denial.
-				err := fmt.Errorf("the tool %s is not allowed in this chat; %s", c.Name, t.toolNames())
-				p.res = toolRun{output: "denied: " + err.Error(), isError: true, err: err}
-				stop, reason, why = true, FinishToolDenied, fmt.Sprintf("the call of %s was denied", c.Name)
-				continue
-			}
-			fail(p, fmt.Sprintf("unknown tool %q; %s", c.Name, t.toolNames()))
-			continue
-		}
-		key := c.Name + "\x00" + canonicalArgs(p.call.Arguments)
-		t.seen[key]++
-		if n := t.seen[key]; n >= 3 {
-			fail(p, fmt.Sprintf("stopped: %s was already called %d times with exactly these arguments in this turn. Do not repeat it; use the results you have or answer.", c.Name, n-1))
-			if n >= 4 {
-				stop, reason, why = true, FinishMaxIterations, "the same tool call kept repeating"
-			}
-			continue
-		}
-		if err := t.o.Tools.Validate(c.Name, json.RawMessage(p.call.Arguments)); err != nil {
-			fail(p, fmt.Sprintf("invalid arguments for %s: %v", c.Name, err))
-			continue
-		}
-		if t.o.Approve != nil {
-			if err := t.o.Approve(ctx, p.call); err != nil {
-				p.res = toolRun{output: "denied: " + err.Error(), isError: true, err: err}
-				stop, reason, why = true, FinishToolDenied, fmt.Sprintf("the call of %s was denied", c.Name)
-				continue
-			}
-		}
-		p.tool, p.run = tool, true
-	}
-	if reason == FinishToolDenied {
-		for i := range plans {
-			if plans[i].run {
-				plans[i].run = false
-				notRun(&plans[i], "another tool call of this step was denied")
-			}
-		}
-	}
-
-	t.tr.enterInner(InnerToolExecuting)
-	tctx := WithCallInfo(ctx, t.callInfo)
-	sem := make(chan struct{}, t.o.ParallelTools)
-	var wg sync.WaitGroup
-	for i := range plans {
-		if !plans[i].run {
-			continue
-		}
-		t.ranTools = true
-		wg.Add(1)
-		go func(p *plannedCall) {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			p.res = runTool(tctx, t.o, p.tool, json.RawMessage(p.call.Arguments))
-		}(&plans[i])
-	}
-	wg.Wait()
-	t.tr.leaveInner()
-
-	for i := range plans {
-		p := &plans[i]
-		if p.run && p.res.err != nil && ctx.Err() != nil {
-			p.res.output = "error: canceled before the tool finished"
-		}
-		t.msgs = append(t.msgs, memory.Message{Role: memory.RoleTool, Content: p.res.output,
-			ToolCallID: p.call.ID, Name: p.call.Name, Time: t.now()})
-		call := p.call
-		t.emit(Event{Kind: EventToolResult, Text: p.res.output, ToolCall: &call, IsError: p.res.isError})
-		e := TraceEntry{Kind: TraceTool, Tool: p.call.Name, Args: summarize(p.call.Arguments, 200),
-			Observation: summarize(p.res.output, 200), Elapsed: p.res.elapsed}
-		if p.res.isError {
-			e.Error = summarize(p.res.output, 200)
-		}
-		t.tr.add(e)
-	}
-	return stop, reason, why
 }

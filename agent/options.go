@@ -42,6 +42,9 @@ type Persona struct {
 	Temperature *float32 // nil = Options.Temperature
 	MaxTokens   int      // 0 = Options.MaxTokens
 	Tools       []string // nil = every registered tool; empty non-nil = none
+	// Skills allowlists the skills the skill tool offers (nil = every
+	// skill; empty non-nil = none).
+	Skills []string
 }
 
 // PersonaSource resolves persona names ("" = the default persona).
@@ -82,7 +85,12 @@ type Options struct {
 	RetryMax          time.Duration // backoff cap (10s)
 	MaxRetryAfter     time.Duration // a longer Retry-After is not waited for (60s)
 	StreamIdleTimeout time.Duration // max gap between stream chunks (= Timeout)
-	ToolProtocol      string        // auto | native | json (auto)
+	// MaxResponseChars bounds one model answer: content, reasoning and
+	// tool-call arguments together, in characters (200000); a longer answer
+	// is cut there, marked, and the rest not read (see ChatResponse.Cut).
+	// Negative = no bound.
+	MaxResponseChars int
+	ToolProtocol     string // auto | native | json (auto)
 
 	MaxIterations     int           // model steps per turn (25)
 	MaxToolCalls      int           // tool calls per turn (25)
@@ -162,6 +170,7 @@ func (o Options) withDefaults() Options {
 	o.RetryMax = defDur(o.RetryMax, 10*time.Second)
 	o.MaxRetryAfter = defDur(o.MaxRetryAfter, 60*time.Second)
 	o.StreamIdleTimeout = defDur(o.StreamIdleTimeout, o.Timeout)
+	o.MaxResponseChars = defInt(o.MaxResponseChars, defaults.MaxResponseChars)
 	if o.ToolProtocol == "" {
 		o.ToolProtocol = defaults.ToolProtocol
 	}

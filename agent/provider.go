@@ -37,6 +37,10 @@ type ChatResponse struct {
 	FinishReason string
 	Usage        memory.Usage
 	Attempts     int
+	// Cut says the answer passed Options.MaxResponseChars: the rest was not
+	// read, Content ends with a marker saying so, FinishReason is "length"
+	// and tool calls (possibly cut mid-arguments) are dropped.
+	Cut bool
 }
 
 // StreamObserver receives what happens during Chat. All callbacks run on the
@@ -162,8 +166,61 @@ func isReasoningModel(model string) bool {
 	return false
 }
 
-// once is one attempt: open the stream and read it to the end.
+// once is one attempt: open the stream and read it to the end, or until the
+// answer passes MaxResponseChars (then the rest is not read: see streamAcc).
 func (p *Provider) once(ctx context.Context, req ChatRequest, obs StreamObserver, emitted *bool) (ChatResponse, error) {
+	// Timeout bounds the whole attempt: the wait for the first chunk and the
+	// stream to its end, so a stream that trickles a byte now and then cannot
+	// outlive it. StreamIdleTimeout bounds every gap between chunks.
+	actx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	timers := startAttemptTimers(cancel, p.opts.Timeout, p.opts.StreamIdleTimeout)
+	defer timers.stop()
+	cause := func(err error) error { return attemptError(ctx, actx, err) }
+
+	stream, err := p.client.CreateChatCompletionStream(actx, completionRequest(req))
+	if err != nil {
+		return ChatResponse{}, cause(err)
+	}
+	// Closing the stream before its end drops the connection: the server
+	// sees the client go away and stops generating.
+	defer stream.Close()
+
+	acc := streamAcc{limit: p.opts.MaxResponseChars}
+	for !acc.cut {
+		chunk, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return ChatResponse{}, cause(err)
+		}
+		if timers.chunk() && obs.State != nil {
+			obs.State(InnerStreaming)
+		}
+		acc.add(chunk, obs, emitted)
+	}
+	if acc.cut {
+		p.log.LogAttrs(ctx, slog.LevelWarn, "model answer cut: it was longer than llm.max_response_chars",
+			slog.String("model", req.Model), slog.Int("max_response_chars", acc.limit))
+	} else if acc.finish == "" {
+		return ChatResponse{}, errStreamTruncated
+	}
+	out := acc.response()
+	if acc.usage != nil {
+		u := acc.usage
+		out.Usage = memory.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
+		if out.Usage.TotalTokens == 0 {
+			out.Usage.TotalTokens = out.Usage.PromptTokens + out.Usage.CompletionTokens
+		}
+	} else {
+		out.Usage = estimateUsage(req.Messages, out)
+	}
+	return out, nil
+}
+
+// completionRequest is the streamed go-openai request for req.
+func completionRequest(req ChatRequest) openai.ChatCompletionRequest {
 	creq := openai.ChatCompletionRequest{
 		Model:         req.Model,
 		Messages:      req.Messages,
@@ -173,116 +230,68 @@ func (p *Provider) once(ctx context.Context, req ChatRequest, obs StreamObserver
 	if isReasoningModel(req.Model) {
 		creq.MaxCompletionTokens = req.MaxTokens
 	} else {
+		//lint:ignore SA1019 OpenAI-compatible servers (Ollama, vLLM, llama.cpp) read only max_tokens, not max_completion_tokens.
 		creq.MaxTokens = req.MaxTokens
 		if req.Temperature != nil {
 			creq.Temperature = *req.Temperature
 		}
 	}
+	return creq
+}
 
-	// Timeout bounds the whole attempt: the wait for the first chunk and the
-	// stream to its end, so a stream that trickles a byte now and then cannot
-	// outlive it. StreamIdleTimeout bounds every gap between chunks.
-	actx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	var streaming atomic.Bool
-	whole := time.AfterFunc(p.opts.Timeout, func() {
-		if streaming.Load() {
+// attemptTimers bound one attempt: the whole attempt (Timeout) and, from the
+// first chunk on, every gap between chunks (StreamIdleTimeout). When one
+// fires it cancels the attempt's context with the matching cause.
+type attemptTimers struct {
+	cancel      context.CancelCauseFunc
+	idleTimeout time.Duration
+	streaming   atomic.Bool
+	whole       *time.Timer
+	idle        *time.Timer // started at the first chunk; used from the reading goroutine only
+}
+
+func startAttemptTimers(cancel context.CancelCauseFunc, timeout, idleTimeout time.Duration) *attemptTimers {
+	t := &attemptTimers{cancel: cancel, idleTimeout: idleTimeout}
+	t.whole = time.AfterFunc(timeout, func() {
+		if t.streaming.Load() {
 			cancel(errCallTimeout)
 		} else {
 			cancel(errFirstChunk)
 		}
 	})
-	defer whole.Stop()
-	var idle *time.Timer // started at the first chunk; used from this goroutine only
-	defer func() {
-		if idle != nil {
-			idle.Stop()
-		}
-	}()
-	cause := func(err error) error {
-		if c := context.Cause(actx); c != nil && ctx.Err() == nil &&
-			(errors.Is(c, errStreamIdle) || errors.Is(c, errFirstChunk) || errors.Is(c, errCallTimeout)) {
-			return fmt.Errorf("%w (%v)", c, err)
-		}
-		return err
-	}
+	return t
+}
 
-	stream, err := p.client.CreateChatCompletionStream(actx, creq)
-	if err != nil {
-		return ChatResponse{}, cause(err)
+// chunk notes that a chunk arrived and restarts the idle timer; it reports
+// whether this was the first chunk.
+func (t *attemptTimers) chunk() (first bool) {
+	if !t.streaming.Load() {
+		t.streaming.Store(true)
+		first = true
 	}
-	defer stream.Close()
-
-	var (
-		out    ChatResponse
-		text   strings.Builder
-		reason strings.Builder
-		merger toolCallMerger
-		usage  *openai.Usage
-	)
-	for {
-		chunk, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return ChatResponse{}, cause(err)
-		}
-		if !streaming.Load() {
-			streaming.Store(true)
-			if obs.State != nil {
-				obs.State(InnerStreaming)
-			}
-		}
-		if idle == nil {
-			idle = time.AfterFunc(p.opts.StreamIdleTimeout, func() { cancel(errStreamIdle) })
-		} else {
-			idle.Reset(p.opts.StreamIdleTimeout)
-		}
-		if chunk.Usage != nil {
-			usage = chunk.Usage
-		}
-		for _, ch := range chunk.Choices {
-			if ch.Index != 0 {
-				continue
-			}
-			d := ch.Delta
-			if d.ReasoningContent != "" {
-				reason.WriteString(d.ReasoningContent)
-				if obs.Reasoning != nil {
-					obs.Reasoning(d.ReasoningContent)
-				}
-			}
-			if d.Content != "" {
-				text.WriteString(d.Content)
-				*emitted = true
-				if obs.Text != nil {
-					obs.Text(d.Content)
-				}
-			}
-			for _, tc := range d.ToolCalls {
-				merger.add(tc)
-			}
-			if ch.FinishReason != "" && ch.FinishReason != openai.FinishReasonNull {
-				out.FinishReason = string(ch.FinishReason)
-			}
-		}
-	}
-	if out.FinishReason == "" {
-		return ChatResponse{}, errStreamTruncated
-	}
-	out.Content = text.String()
-	out.Reasoning = reason.String()
-	out.ToolCalls = merger.result()
-	if usage != nil {
-		out.Usage = memory.Usage{PromptTokens: usage.PromptTokens, CompletionTokens: usage.CompletionTokens, TotalTokens: usage.TotalTokens}
-		if out.Usage.TotalTokens == 0 {
-			out.Usage.TotalTokens = out.Usage.PromptTokens + out.Usage.CompletionTokens
-		}
+	if t.idle == nil {
+		t.idle = time.AfterFunc(t.idleTimeout, func() { t.cancel(errStreamIdle) })
 	} else {
-		out.Usage = estimateUsage(req.Messages, out)
+		t.idle.Reset(t.idleTimeout)
 	}
-	return out, nil
+	return first
+}
+
+func (t *attemptTimers) stop() {
+	t.whole.Stop()
+	if t.idle != nil {
+		t.idle.Stop()
+	}
+}
+
+// attemptError names the attempt's own timeout in err when one of
+// attemptTimers ended the attempt (and not the caller's ctx).
+func attemptError(ctx, actx context.Context, err error) error {
+	if c := context.Cause(actx); c != nil && ctx.Err() == nil &&
+		(errors.Is(c, errStreamIdle) || errors.Is(c, errFirstChunk) || errors.Is(c, errCallTimeout)) {
+		return fmt.Errorf("%w (%v)", c, err)
+	}
+	return err
 }
 
 // estimateUsage guesses usage (≈4 bytes per token) for servers that do not

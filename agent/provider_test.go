@@ -206,8 +206,10 @@ func TestReasoningModelsUseMaxCompletionTokens(t *testing.T) {
 			t.Fatal(err)
 		}
 		b := h.srv.LastRequest().Body
-		if b.MaxTokens != tt.maxTok || b.MaxCompletionTokens != tt.maxComplTok || b.Temperature != tt.temp {
-			t.Fatalf("%s: %d %d %v", tt.model, b.MaxTokens, b.MaxCompletionTokens, b.Temperature)
+		//lint:ignore SA1019 OpenAI-compatible servers (Ollama, vLLM, llama.cpp) read only max_tokens: the test checks it is still sent.
+		maxTok := b.MaxTokens
+		if maxTok != tt.maxTok || b.MaxCompletionTokens != tt.maxComplTok || b.Temperature != tt.temp {
+			t.Fatalf("%s: %d %d %v", tt.model, maxTok, b.MaxCompletionTokens, b.Temperature)
 		}
 	}
 }

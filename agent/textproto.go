@@ -47,52 +47,13 @@ func stripFence(s string) string {
 // duplicate keys, an unknown type, an action without a tool and a final
 // without a string answer. Error texts are written for the model (repair).
 func ParseEnvelope(text string) (Envelope, error) {
-	s := stripFence(text)
-	start := strings.IndexByte(s, '{')
-	if start < 0 {
-		return Envelope{}, errors.New("no JSON object found in the reply")
+	fields, err := envelopeFields(stripFence(text))
+	if err != nil {
+		return Envelope{}, err
 	}
-	dec := json.NewDecoder(strings.NewReader(s[start:]))
-	dec.UseNumber()
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return Envelope{}, fmt.Errorf("the reply is not a JSON object: %v", err)
-	}
-	fields := map[string]json.RawMessage{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return Envelope{}, fmt.Errorf("invalid JSON: %w", err)
-		}
-		key, ok := tok.(string)
-		if !ok {
-			return Envelope{}, errors.New("invalid JSON: object key is not a string")
-		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return Envelope{}, fmt.Errorf("invalid JSON in %q: %w", key, err)
-		}
-		if _, dup := fields[key]; dup {
-			return Envelope{}, fmt.Errorf("duplicate key %q", key)
-		}
-		fields[key] = v
-	}
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
-		if err == nil || err == io.EOF {
-			err = errors.New("unterminated object")
-		}
-		return Envelope{}, fmt.Errorf("invalid JSON: %w", err)
-	}
-
 	var env Envelope
-	if raw, ok := fields["type"]; ok {
-		if err := json.Unmarshal(raw, &env.Type); err != nil {
-			return Envelope{}, errors.New(`"type" must be the string "action" or "final"`)
-		}
-		env.Type = strings.ToLower(strings.TrimSpace(env.Type))
-	} else if _, ok := fields["answer"]; ok {
-		env.Type = EnvelopeFinal
-	} else if _, ok := fields["tool"]; ok {
-		env.Type = EnvelopeAction
+	if env.Type, err = envelopeType(fields); err != nil {
+		return Envelope{}, err
 	}
 	switch env.Type {
 	case EnvelopeFinal:
@@ -108,28 +69,95 @@ func ParseEnvelope(text string) (Envelope, error) {
 			return Envelope{}, errors.New(`an "action" reply needs a "tool" name string`)
 		}
 		env.Tool = strings.TrimSpace(env.Tool)
-		args := bytes.TrimSpace(fields["args"])
-		var str string
-		switch {
-		case len(args) == 0 || string(args) == "null":
-			args = []byte("{}")
-		case args[0] == '{':
-		case json.Unmarshal(args, &str) == nil && strings.HasPrefix(strings.TrimSpace(str), "{") && json.Valid([]byte(str)):
-			args = []byte(strings.TrimSpace(str)) // args sent as a JSON-encoded string
-		default:
-			return Envelope{}, errors.New(`"args" must be a JSON object`)
+		if env.Args, err = envelopeArgs(fields["args"]); err != nil {
+			return Envelope{}, err
 		}
-		var compact bytes.Buffer
-		if err := json.Compact(&compact, args); err != nil {
-			return Envelope{}, fmt.Errorf(`"args" is not valid JSON: %w`, err)
-		}
-		env.Args = compact.Bytes()
 	case "":
 		return Envelope{}, errors.New(`missing "type" ("action" or "final")`)
 	default:
 		return Envelope{}, fmt.Errorf(`unknown "type" %q (use "action" or "final")`, env.Type)
 	}
 	return env, nil
+}
+
+// envelopeFields decodes the first JSON object in s (text before it is
+// skipped, text after it ignored) into its raw fields, rejecting duplicate keys.
+func envelopeFields(s string) (map[string]json.RawMessage, error) {
+	start := strings.IndexByte(s, '{')
+	if start < 0 {
+		return nil, errors.New("no JSON object found in the reply")
+	}
+	dec := json.NewDecoder(strings.NewReader(s[start:]))
+	dec.UseNumber()
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, fmt.Errorf("the reply is not a JSON object: %v", err)
+	}
+	fields := map[string]json.RawMessage{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, fmt.Errorf("invalid JSON: %w", err)
+		}
+		key, ok := tok.(string)
+		if !ok {
+			return nil, errors.New("invalid JSON: object key is not a string")
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, fmt.Errorf("invalid JSON in %q: %w", key, err)
+		}
+		if _, dup := fields[key]; dup {
+			return nil, fmt.Errorf("duplicate key %q", key)
+		}
+		fields[key] = v
+	}
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
+		if err == nil || err == io.EOF {
+			err = errors.New("unterminated object")
+		}
+		return nil, fmt.Errorf("invalid JSON: %w", err)
+	}
+	return fields, nil
+}
+
+// envelopeType is the reply's "type", lower-cased, or — when it is missing —
+// inferred from an "answer" (final) or a "tool" (action) field; "" if neither.
+func envelopeType(fields map[string]json.RawMessage) (string, error) {
+	if raw, ok := fields["type"]; ok {
+		var typ string
+		if err := json.Unmarshal(raw, &typ); err != nil {
+			return "", errors.New(`"type" must be the string "action" or "final"`)
+		}
+		return strings.ToLower(strings.TrimSpace(typ)), nil
+	}
+	if _, ok := fields["answer"]; ok {
+		return EnvelopeFinal, nil
+	}
+	if _, ok := fields["tool"]; ok {
+		return EnvelopeAction, nil
+	}
+	return "", nil
+}
+
+// envelopeArgs normalizes an action's "args": missing or null → {}, an
+// object, or an object sent as a JSON-encoded string; returned compacted.
+func envelopeArgs(raw json.RawMessage) (json.RawMessage, error) {
+	args := bytes.TrimSpace(raw)
+	var str string
+	switch {
+	case len(args) == 0 || string(args) == "null":
+		args = []byte("{}")
+	case args[0] == '{':
+	case json.Unmarshal(args, &str) == nil && strings.HasPrefix(strings.TrimSpace(str), "{") && json.Valid([]byte(str)):
+		args = []byte(strings.TrimSpace(str)) // args sent as a JSON-encoded string
+	default:
+		return nil, errors.New(`"args" must be a JSON object`)
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, args); err != nil {
+		return nil, fmt.Errorf(`"args" is not valid JSON: %w`, err)
+	}
+	return compact.Bytes(), nil
 }
 
 // answerStreamer extracts the "answer" string of a {"type":"final",…} reply

@@ -60,6 +60,9 @@ type CallInfo struct {
 	DeliverTo []string
 	// TurnID identifies the running turn.
 	TurnID string
+	// Skills is the persona's skills allowlist (Persona.Skills: nil = every
+	// skill, empty non-nil = none).
+	Skills []string
 }
 
 type callInfoKey struct{}

@@ -20,6 +20,7 @@
 //	temperature: 0.3          # optional; absent = llm.temperature
 //	max_tokens: 1200          # optional; 0/absent = llm.max_tokens
 //	tools: [current_time]     # optional; absent = agent.tools, [] = no tools
+//	skills: [release-notes]   # optional; absent = every skill, [] = none (agent/skills)
 //	greeting: Short and friendly; mention one thing from the last chat.
 //	---
 //	You are the reporter of this workspace. ...

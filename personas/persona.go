@@ -27,6 +27,7 @@ type Persona struct {
 	Temperature *float32 // nil = llm.temperature
 	MaxTokens   int      // 0 = llm.max_tokens
 	Tools       []string // nil = the global list (agent.tools); empty non-nil = no tools
+	Skills      []string // skills the skill tool offers: nil = every skill; empty non-nil = none
 	Greeting    string   // style hints for the heartbeat
 	Identity    string   // the body: identity and voice
 	File        string   // path it was loaded from
@@ -51,6 +52,7 @@ func cloneTools(t []string) []string {
 func (p Persona) clone() Persona {
 	p.Temperature = cloneF32(p.Temperature)
 	p.Tools = cloneTools(p.Tools)
+	p.Skills = cloneTools(p.Skills)
 	return p
 }
 
@@ -72,7 +74,9 @@ func (e *ParseError) Error() string {
 var (
 	nameRe     = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
 	toolNameRe = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
-	yamlLineRe = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+	// skillNameRe is skills.ValidName's rule.
+	skillNameRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+	yamlLineRe  = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 )
 
 // ValidName reports whether name is a valid persona name.
@@ -217,7 +221,7 @@ var parserProblems = map[string]bool{
 	"found duplicate %TAG directive":         true,
 }
 
-var knownKeys = []string{"name", "description", "language", "model", "temperature", "max_tokens", "tools", "greeting"}
+var knownKeys = []string{"name", "description", "language", "model", "temperature", "max_tokens", "tools", "skills", "greeting"}
 
 func setField(p *Persona, k, v *yaml.Node) error {
 	bad := func(format string, a ...any) error {
@@ -264,6 +268,15 @@ func setField(p *Persona, k, v *yaml.Node) error {
 			return err
 		}
 		p.Tools = tools
+	case "skills":
+		if null {
+			return nil
+		}
+		skills, err := parseNames(v, "skills", "skill", "[release-notes, code-review]", skillNameRe)
+		if err != nil {
+			return err
+		}
+		p.Skills = skills
 	default:
 		return &frontError{line: k.Line, msg: fmt.Sprintf("unknown key %q (known keys: %s)", truncate(k.Value, 60), strings.Join(knownKeys, ", "))}
 	}
@@ -301,22 +314,30 @@ func setText(p *Persona, key string, v *yaml.Node, bad func(string, ...any) erro
 }
 
 // parseTools reads the tools list v: tool names, each at most once.
-func parseTools(v *yaml.Node, bad func(string, ...any) error) ([]string, error) {
-	if v.Kind != yaml.SequenceNode {
-		return nil, bad("expected a list of tool names such as [current_time, web_fetch], got %s", kindName(v))
-	}
-	tools := make([]string, 0, len(v.Content))
-	for _, it := range v.Content {
-		if it.Kind != yaml.ScalarNode || !toolNameRe.MatchString(it.Value) {
-			return nil, &frontError{line: it.Line, msg: fmt.Sprintf("tools: %q is not a tool name (letters, digits, _ and -)", truncate(it.Value, 60))}
-		}
-		if slices.Contains(tools, it.Value) {
-			return nil, &frontError{line: it.Line, msg: fmt.Sprintf("tools: %q is listed twice", it.Value)}
-		}
-		tools = append(tools, it.Value)
-	}
-	return tools, nil
+func parseTools(v *yaml.Node, _ func(string, ...any) error) ([]string, error) {
+	return parseNames(v, "tools", "tool", "[current_time, web_fetch]", toolNameRe)
 }
+
+// parseNames reads the list v of key: names matching re, each at most once.
+func parseNames(v *yaml.Node, key, what, example string, re *regexp.Regexp) ([]string, error) {
+	if v.Kind != yaml.SequenceNode {
+		return nil, &frontError{line: v.Line, msg: fmt.Sprintf("%s: expected a list of %s names such as %s, got %s", key, what, example, kindName(v))}
+	}
+	names := make([]string, 0, len(v.Content))
+	for _, it := range v.Content {
+		if it.Kind != yaml.ScalarNode || !re.MatchString(it.Value) {
+			return nil, &frontError{line: it.Line, msg: fmt.Sprintf("%s: %q is not a %s name (%s)", key, truncate(it.Value, 60), what, nameRule[what])}
+		}
+		if slices.Contains(names, it.Value) {
+			return nil, &frontError{line: it.Line, msg: fmt.Sprintf("%s: %q is listed twice", key, it.Value)}
+		}
+		names = append(names, it.Value)
+	}
+	return names, nil
+}
+
+// nameRule describes the names parseNames accepts.
+var nameRule = map[string]string{"tool": "letters, digits, _ and -", "skill": "a-z, 0-9, _ and -, starting with a letter or digit"}
 
 func kindName(n *yaml.Node) string {
 	switch n.Kind {
@@ -350,8 +371,8 @@ func truncate(s string, n int) string {
 }
 
 // Format renders p as a persona file that Parse reads back to the same
-// persona (File aside). Empty optional fields are left out; Tools keeps the
-// nil (absent) / empty ([]) distinction.
+// persona (File aside). Empty optional fields are left out; Tools and
+// Skills keep the nil (absent) / empty ([]) distinction.
 func Format(p Persona) ([]byte, error) {
 	m := &yaml.Node{Kind: yaml.MappingNode}
 	add := func(key string, v *yaml.Node) {
@@ -372,13 +393,18 @@ func Format(p Persona) ([]byte, error) {
 	if p.MaxTokens != 0 {
 		add("max_tokens", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.Itoa(p.MaxTokens)})
 	}
-	if p.Tools != nil {
+	list := func(key string, names []string) {
+		if names == nil {
+			return
+		}
 		seq := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
-		for _, t := range p.Tools {
+		for _, t := range names {
 			seq.Content = append(seq.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: t})
 		}
-		add("tools", seq)
+		add(key, seq)
 	}
+	list("tools", p.Tools)
+	list("skills", p.Skills)
 	str("greeting", p.Greeting)
 	var buf bytes.Buffer
 	buf.WriteString("---\n")

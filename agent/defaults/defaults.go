@@ -18,6 +18,9 @@ const (
 	Timeout      = 120 * time.Second // one model call attempt
 	MaxRetries   = 3                 // model call retries
 	ToolProtocol = "auto"            // native, falling back to json
+	// MaxResponseChars bounds one model answer (content, reasoning and
+	// tool-call arguments together); longer answers are cut.
+	MaxResponseChars = 200000
 )
 
 // ReAct loop (agent.*).

@@ -2,8 +2,9 @@
 // web_fetch (both agent.Repeatable: no side effects; built by their own
 // constructors or together by New), and memory (NewMemory: the chat's
 // long-term notes — save/search/list/forget, scoped to the calling session,
-// not Repeatable since save and forget have effects). The schedule and
-// send_message tools live with the scheduler in package heartbeat.
+// not Repeatable since save and forget have effects), and web_search
+// (NewWebSearch, Repeatable). The schedule and send_message tools live with
+// the scheduler in package heartbeat; the skill tool in agent/skills.
 //
 // Design decisions:
 //
@@ -46,4 +47,18 @@
 //     are treated as UTF-8 (invalid sequences replaced); other charsets are
 //     not converted, which keeps golang.org/x/text out of the build.
 //     Keep-alives are off, so no idle connection goroutine outlives a call.
+//
+//   - web_search asks one provider chosen in config: the Brave Search API
+//     (GET …/res/v1/web/search?q=&count=, key in X-Subscription-Token) or a
+//     SearXNG instance's JSON API (GET <url>/search?q=&format=json). The
+//     endpoint is the operator's, so it is not behind web_fetch's address
+//     guard (a SearXNG on localhost is normal); proxies from the environment
+//     are not used. Results are title, URL (http/https only) and snippet
+//     (HTML tags dropped, entities decoded), at most MaxResults (≤ 20),
+//     each field bounded; the answer is read up to MaxBytes and refused
+//     beyond. 401/403 and other 4xx are agent.PermanentError (a refused key
+//     names the setting, never the key), 429 is an agent.TemporaryError, 5xx
+//     and network errors are plain errors (retried: the tool is Repeatable).
+//     The key never appears in an error, a log record or String/GoString;
+//     error texts also go through internal/redact for URL credentials.
 package tools

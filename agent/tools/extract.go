@@ -30,134 +30,164 @@ type Page struct {
 // contains "<script" in any letter case, even if the page's text does.
 func ExtractHTML(doc []byte, base *url.URL) Page {
 	z := html.NewTokenizer(bytes.NewReader(doc))
-	var (
-		w         textWriter
-		title     string
-		haveTitle bool
-		inTitle   bool
-		skipTag   atom.Atom
-		skipName  string
-		skipDepth int
-		link      *openLink
-	)
-	closeLink := func() {
-		if link == nil {
-			return
-		}
-		l := link
-		link = nil
-		if l.href == "" {
-			return
-		}
-		text := ""
-		if w.flushes == l.flushes && w.cur.Len() >= l.start {
-			text = strings.TrimSpace(w.cur.String()[l.start:])
-		}
-		switch {
-		case text == "":
-			w.text(l.href)
-		case text != l.href:
-			w.text(" (" + l.href + ")")
-		}
-	}
+	x := extractor{base: base}
 	for {
 		tt := z.Next()
 		if tt == html.ErrorToken {
 			break // io.EOF, or a read error of the in-memory reader: none
 		}
 		tok := z.Token()
-		if skipDepth > 0 {
-			if tok.DataAtom == skipTag && tok.Data == skipName {
-				switch tt {
-				case html.StartTagToken:
-					skipDepth++
-				case html.EndTagToken:
-					skipDepth--
-				}
-			}
+		if x.skipping(tt, tok) {
 			continue
 		}
 		switch tt {
 		case html.TextToken:
-			if inTitle {
-				if !haveTitle {
-					title += tok.Data
-				}
-				continue
-			}
-			w.text(tok.Data)
+			x.textToken(tok)
 		case html.StartTagToken, html.SelfClosingTagToken:
-			if dropped[tok.DataAtom] {
-				if tt == html.StartTagToken && !voidElement[tok.DataAtom] {
-					skipTag, skipName, skipDepth = tok.DataAtom, tok.Data, 1
-				}
-				continue
-			}
-			switch tok.DataAtom {
-			case atom.Title:
-				inTitle = tt == html.StartTagToken
-				continue
-			case atom.A:
-				closeLink()
-				if tt == html.StartTagToken {
-					link = &openLink{href: linkTarget(attr(tok, "href"), base), flushes: w.flushes}
-					w.sep()
-					link.start = w.cur.Len()
-				}
-				continue
-			case atom.Pre:
-				w.flush()
-				w.pre++
-				continue
-			case atom.Td, atom.Th:
-				w.cell()
-				continue
-			case atom.Li, atom.Dt, atom.Dd:
-				closeLink()
-				w.flush()
-				w.prefix = "- "
-				continue
-			}
-			if lvl := headingLevel(tok.DataAtom); lvl > 0 {
-				closeLink()
-				w.flush()
-				w.prefix = strings.Repeat("#", lvl) + " "
-				continue
-			}
-			if blockElement[tok.DataAtom] {
-				closeLink()
-				w.flush()
-			}
+			x.startTag(tt, tok)
 		case html.EndTagToken:
-			switch tok.DataAtom {
-			case atom.Title:
-				if inTitle {
-					inTitle = false
-					haveTitle = true
-				}
-				continue
-			case atom.A:
-				closeLink()
-				continue
-			case atom.Pre:
-				w.flush()
-				if w.pre > 0 {
-					w.pre--
-				}
-				continue
-			}
-			if blockElement[tok.DataAtom] || headingLevel(tok.DataAtom) > 0 ||
-				tok.DataAtom == atom.Li || tok.DataAtom == atom.Dt || tok.DataAtom == atom.Dd {
-				closeLink()
-				w.flush()
-			}
+			x.endTag(tok)
 		}
 	}
-	closeLink()
-	w.flush()
+	x.closeLink()
+	x.w.flush()
 	return Page{
-		Title: defangScript(collapseSpace(title)),
-		Text:  defangScript(strings.Join(w.blocks, "\n")),
+		Title: defangScript(collapseSpace(x.title)),
+		Text:  defangScript(strings.Join(x.w.blocks, "\n")),
+	}
+}
+
+// extractor is the state of one ExtractHTML run over the token stream.
+type extractor struct {
+	base      *url.URL
+	w         textWriter
+	title     string
+	haveTitle bool
+	inTitle   bool
+	skipTag   atom.Atom // the dropped element being skipped
+	skipName  string
+	skipDepth int // nesting of skipTag; 0 = not skipping
+	link      *openLink
+}
+
+// skipping reports whether tok is inside a dropped element (and so ignored),
+// tracking the nesting of that element's own tags.
+func (x *extractor) skipping(tt html.TokenType, tok html.Token) bool {
+	if x.skipDepth == 0 {
+		return false
+	}
+	if tok.DataAtom == x.skipTag && tok.Data == x.skipName {
+		switch tt {
+		case html.StartTagToken:
+			x.skipDepth++
+		case html.EndTagToken:
+			x.skipDepth--
+		}
+	}
+	return true
+}
+
+func (x *extractor) textToken(tok html.Token) {
+	if x.inTitle {
+		if !x.haveTitle {
+			x.title += tok.Data
+		}
+		return
+	}
+	x.w.text(tok.Data)
+}
+
+// closeLink ends the open link, writing its target after its text (or as
+// the text when the link has none).
+func (x *extractor) closeLink() {
+	if x.link == nil {
+		return
+	}
+	l := x.link
+	x.link = nil
+	if l.href == "" {
+		return
+	}
+	text := ""
+	if x.w.flushes == l.flushes && x.w.cur.Len() >= l.start {
+		text = strings.TrimSpace(x.w.cur.String()[l.start:])
+	}
+	switch {
+	case text == "":
+		x.w.text(l.href)
+	case text != l.href:
+		x.w.text(" (" + l.href + ")")
+	}
+}
+
+func (x *extractor) startTag(tt html.TokenType, tok html.Token) {
+	w := &x.w
+	if dropped[tok.DataAtom] {
+		if tt == html.StartTagToken && !voidElement[tok.DataAtom] {
+			x.skipTag, x.skipName, x.skipDepth = tok.DataAtom, tok.Data, 1
+		}
+		return
+	}
+	switch tok.DataAtom {
+	case atom.Title:
+		x.inTitle = tt == html.StartTagToken
+		return
+	case atom.A:
+		x.closeLink()
+		if tt == html.StartTagToken {
+			x.link = &openLink{href: linkTarget(attr(tok, "href"), x.base), flushes: w.flushes}
+			w.sep()
+			x.link.start = w.cur.Len()
+		}
+		return
+	case atom.Pre:
+		w.flush()
+		w.pre++
+		return
+	case atom.Td, atom.Th:
+		w.cell()
+		return
+	case atom.Li, atom.Dt, atom.Dd:
+		x.closeLink()
+		w.flush()
+		w.prefix = "- "
+		return
+	}
+	if lvl := headingLevel(tok.DataAtom); lvl > 0 {
+		x.closeLink()
+		w.flush()
+		w.prefix = strings.Repeat("#", lvl) + " "
+		return
+	}
+	if blockElement[tok.DataAtom] {
+		x.closeLink()
+		w.flush()
+	}
+}
+
+func (x *extractor) endTag(tok html.Token) {
+	w := &x.w
+	switch tok.DataAtom {
+	case atom.Title:
+		if x.inTitle {
+			x.inTitle = false
+			x.haveTitle = true
+		}
+		return
+	case atom.A:
+		x.closeLink()
+		return
+	case atom.Pre:
+		w.flush()
+		if w.pre > 0 {
+			w.pre--
+		}
+		return
+	}
+	if blockElement[tok.DataAtom] || headingLevel(tok.DataAtom) > 0 ||
+		tok.DataAtom == atom.Li || tok.DataAtom == atom.Dt || tok.DataAtom == atom.Dd {
+		x.closeLink()
+		w.flush()
 	}
 }
 

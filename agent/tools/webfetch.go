@@ -209,63 +209,20 @@ type webFetchArgs struct {
 //	<text>
 //	[truncated at N bytes]         (when the body was longer than MaxBytes)
 func (f *WebFetch) Call(ctx context.Context, args json.RawMessage) (string, error) {
-	// Bad arguments and policy refusals are agent.PermanentError: the same
-	// call would be refused again, so it is not retried.
-	var a webFetchArgs
-	if err := decodeArgs(args, &a); err != nil {
-		return "", agent.Permanent(fmt.Errorf("web_fetch: %w", err))
-	}
-	raw := strings.TrimSpace(a.URL)
-	if raw == "" {
-		return "", agent.Permanent(errors.New("web_fetch: the url argument is empty"))
-	}
-	u, err := url.Parse(raw)
+	u, err := fetchURL(args)
 	if err != nil {
-		return "", agent.Permanent(fmt.Errorf("web_fetch: invalid URL: %w", err))
+		return "", err
 	}
-	if !u.IsAbs() {
-		return "", agent.Permanent(fmt.Errorf("web_fetch: %q is not an absolute URL: give a full http:// or https:// URL", u.Redacted()))
-	}
-	u.Fragment, u.RawFragment = "", ""
 	start := time.Now()
-	if err := f.precheck(ctx, u); err != nil {
-		f.log.InfoContext(ctx, "web_fetch refused", "url", u.Redacted(), "err", err)
-		if isLookupError(err) {
-			return "", fmt.Errorf("web_fetch: %w", err) // DNS may answer next time
-		}
-		return "", agent.Permanent(fmt.Errorf("web_fetch: %w", err))
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	resp, err := f.get(ctx, u)
 	if err != nil {
-		return "", fmt.Errorf("web_fetch: %w", err)
-	}
-	req.Header.Set("User-Agent", f.userAgent)
-	req.Header.Set("Accept", "text/html,application/xhtml+xml,application/json,text/plain;q=0.9,*/*;q=0.1")
-	resp, err := f.client.Do(req)
-	if err != nil {
-		err = f.describe(ctx, u, err)
-		f.log.InfoContext(ctx, "web_fetch failed", "url", u.Redacted(), "err", err)
 		return "", err
 	}
 	defer resp.Body.Close()
 	final := resp.Request.URL
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		err := fmt.Errorf("web_fetch: GET %s: the server answered %s", final.Redacted(), resp.Status)
-		switch c := resp.StatusCode; {
-		case c >= 400 && c < 500 && c != http.StatusRequestTimeout && c != http.StatusTooEarly && c != http.StatusTooManyRequests:
-			return "", agent.Permanent(err) // 404, 403 …: asking again gets the same answer
-		}
+	media, err := headerMedia(resp, final)
+	if err != nil {
 		return "", err
-	}
-	media := ""
-	if ct := resp.Header.Get("Content-Type"); ct != "" {
-		media, _, err = mime.ParseMediaType(ct)
-		if err != nil {
-			media = strings.ToLower(strings.TrimSpace(strings.SplitN(ct, ";", 2)[0]))
-		}
-		if contentKind(media) == kindUnsupported {
-			return "", unsupportedType(final, media)
-		}
 	}
 	body, truncated, err := readCapped(resp.Body, f.maxBytes)
 	if err != nil {
@@ -277,6 +234,89 @@ func (f *WebFetch) Call(ctx context.Context, args json.RawMessage) (string, erro
 			return "", unsupportedType(final, media)
 		}
 	}
+	out := f.render(final, media, body, truncated)
+	f.log.DebugContext(ctx, "web_fetch", "url", final.Redacted(), "status", resp.StatusCode,
+		"type", media, "bytes", len(body), "truncated", truncated, "elapsed", time.Since(start))
+	return out, nil
+}
+
+// fetchURL reads the absolute URL (fragment removed) from the call's
+// arguments. Bad arguments and policy refusals are agent.PermanentError: the
+// same call would be refused again, so it is not retried.
+func fetchURL(args json.RawMessage) (*url.URL, error) {
+	var a webFetchArgs
+	if err := decodeArgs(args, &a); err != nil {
+		return nil, agent.Permanent(fmt.Errorf("web_fetch: %w", err))
+	}
+	raw := strings.TrimSpace(a.URL)
+	if raw == "" {
+		return nil, agent.Permanent(errors.New("web_fetch: the url argument is empty"))
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, agent.Permanent(fmt.Errorf("web_fetch: invalid URL: %w", err))
+	}
+	if !u.IsAbs() {
+		return nil, agent.Permanent(fmt.Errorf("web_fetch: %q is not an absolute URL: give a full http:// or https:// URL", u.Redacted()))
+	}
+	u.Fragment, u.RawFragment = "", ""
+	return u, nil
+}
+
+// get checks u against the network policy and GETs it; a response that is
+// not 2xx is an error (permanent for 4xx other than 408, 425 and 429). The
+// caller closes the body of a returned response.
+func (f *WebFetch) get(ctx context.Context, u *url.URL) (*http.Response, error) {
+	if err := f.precheck(ctx, u); err != nil {
+		f.log.InfoContext(ctx, "web_fetch refused", "url", u.Redacted(), "err", err)
+		if isLookupError(err) {
+			return nil, fmt.Errorf("web_fetch: %w", err) // DNS may answer next time
+		}
+		return nil, agent.Permanent(fmt.Errorf("web_fetch: %w", err))
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, fmt.Errorf("web_fetch: %w", err)
+	}
+	req.Header.Set("User-Agent", f.userAgent)
+	req.Header.Set("Accept", "text/html,application/xhtml+xml,application/json,text/plain;q=0.9,*/*;q=0.1")
+	resp, err := f.client.Do(req)
+	if err != nil {
+		err = f.describe(ctx, u, err)
+		f.log.InfoContext(ctx, "web_fetch failed", "url", u.Redacted(), "err", err)
+		return nil, err
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		resp.Body.Close()
+		err := fmt.Errorf("web_fetch: GET %s: the server answered %s", resp.Request.URL.Redacted(), resp.Status)
+		switch c := resp.StatusCode; {
+		case c >= 400 && c < 500 && c != http.StatusRequestTimeout && c != http.StatusTooEarly && c != http.StatusTooManyRequests:
+			return nil, agent.Permanent(err) // 404, 403 …: asking again gets the same answer
+		}
+		return nil, err
+	}
+	return resp, nil
+}
+
+// headerMedia is the media type the response declares ("" when it declares
+// none); a type that is not text is refused before the body is read.
+func headerMedia(resp *http.Response, final *url.URL) (string, error) {
+	ct := resp.Header.Get("Content-Type")
+	if ct == "" {
+		return "", nil
+	}
+	media, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		media = strings.ToLower(strings.TrimSpace(strings.SplitN(ct, ";", 2)[0]))
+	}
+	if contentKind(media) == kindUnsupported {
+		return "", unsupportedType(final, media)
+	}
+	return media, nil
+}
+
+// render is the tool's result for a fetched body (see Call).
+func (f *WebFetch) render(final *url.URL, media string, body []byte, truncated bool) string {
 	var out strings.Builder
 	out.WriteString("URL: " + final.Redacted() + "\n")
 	if contentKind(media) == kindHTML {
@@ -292,9 +332,7 @@ func (f *WebFetch) Call(ctx context.Context, args json.RawMessage) (string, erro
 	if truncated {
 		fmt.Fprintf(&out, "\n[truncated at %d bytes]", f.maxBytes)
 	}
-	f.log.DebugContext(ctx, "web_fetch", "url", final.Redacted(), "status", resp.StatusCode,
-		"type", media, "bytes", len(body), "truncated", truncated, "elapsed", time.Since(start))
-	return out.String(), nil
+	return out.String()
 }
 
 type contentType int
@@ -350,7 +388,7 @@ func readCapped(r io.Reader, max int64) (data []byte, truncated bool, err error)
 func (f *WebFetch) precheck(ctx context.Context, u *url.URL) error {
 	scheme := strings.ToLower(u.Scheme)
 	if scheme != "http" && scheme != "https" {
-		return fmt.Errorf("only http and https URLs can be fetched, not %s:", scheme)
+		return fmt.Errorf("only http and https URLs can be fetched, not %s: URLs", scheme)
 	}
 	if u.User != nil {
 		return errors.New("URLs with a user name or password are not allowed")

@@ -351,8 +351,7 @@ func TestWebFetchRefusesIPLiteralForms(t *testing.T) {
 }
 
 func TestWebFetchRedirectToPrivateRefused(t *testing.T) {
-	var s *site
-	s = newSite(t, func(w http.ResponseWriter, r *http.Request) {
+	s := newSite(t, func(w http.ResponseWriter, r *http.Request) {
 		if to := r.URL.Query().Get("to"); to != "" {
 			http.Redirect(w, r, to, http.StatusFound)
 			return
@@ -376,7 +375,7 @@ func TestWebFetchRedirectToPrivateRefused(t *testing.T) {
 		{s.at("127.0.0.2", "/x"), "web_fetch: redirect to " + s.at("127.0.0.2", "/x") + " refused: refusing 127.0.0.2: loopback addresses are not allowed"},
 		{s.at("[::1]", "/x"), "web_fetch: redirect to " + s.at("[::1]", "/x") + " refused: refusing ::1: loopback addresses are not allowed"},
 		{s.at("0x7f.2", "/x"), "web_fetch: redirect to " + s.at("0x7f.2", "/x") + " refused: refusing 0x7f.2 (127.0.0.2): loopback addresses are not allowed"},
-		{"file:///etc/passwd", "web_fetch: redirect to file:///etc/passwd refused: only http and https URLs can be fetched, not file:"},
+		{"file:///etc/passwd", "web_fetch: redirect to file:///etc/passwd refused: only http and https URLs can be fetched, not file: URLs"},
 	}
 	for _, tc := range tests {
 		got, err := fetch(f, redirect(tc.to))
@@ -518,10 +517,10 @@ func TestWebFetchBadURLs(t *testing.T) {
 	f := newFetch(t, WebFetchConfig{AllowPrivate: true})
 	tests := []struct{ url, want string }{
 		{"", "web_fetch: the url argument is empty"},
-		{"file:///etc/passwd", "web_fetch: only http and https URLs can be fetched, not file:"},
-		{"ftp://example.com/x", "web_fetch: only http and https URLs can be fetched, not ftp:"},
-		{"gopher://127.0.0.1:70/", "web_fetch: only http and https URLs can be fetched, not gopher:"},
-		{"javascript:alert(1)", "web_fetch: only http and https URLs can be fetched, not javascript:"},
+		{"file:///etc/passwd", "web_fetch: only http and https URLs can be fetched, not file: URLs"},
+		{"ftp://example.com/x", "web_fetch: only http and https URLs can be fetched, not ftp: URLs"},
+		{"gopher://127.0.0.1:70/", "web_fetch: only http and https URLs can be fetched, not gopher: URLs"},
+		{"javascript:alert(1)", "web_fetch: only http and https URLs can be fetched, not javascript: URLs"},
 		{"/relative/path", `web_fetch: "/relative/path" is not an absolute URL: give a full http:// or https:// URL`},
 		{"http://", "web_fetch: the URL has no host"},
 		{"http://user:hunter2@127.0.0.1/", "web_fetch: URLs with a user name or password are not allowed"},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"unicode/utf8"
@@ -95,6 +96,7 @@ func AgentPersona(p personas.Persona) agent.Persona {
 		Temperature: temp,
 		MaxTokens:   p.MaxTokens,
 		Tools:       tools,
+		Skills:      slices.Clone(p.Skills), // keeps the nil / empty distinction
 	}
 }
 

@@ -29,6 +29,7 @@ func Default() *Config {
 			ByTarget:  map[string]string{},
 			ByChannel: map[string]string{},
 		},
+		Skills: Skills{Dir: "./skills"},
 		Access: Access{
 			Mode:      "pairing",
 			AllowFrom: []string{},
@@ -66,6 +67,8 @@ func defaultLLM() LLM {
 		Timeout:      defaults.Timeout,
 		MaxRetries:   defaults.MaxRetries,
 		ToolProtocol: defaults.ToolProtocol,
+
+		MaxResponseChars: defaults.MaxResponseChars,
 	}
 }
 
@@ -84,12 +87,13 @@ func defaultAgent() Agent {
 		MaxMessageChars:    16000,
 		MaxTurnChars:       48000,
 		MaxAnswerChunks:    8,
-		Tools:              []string{"current_time", "web_fetch", "memory", "schedule", "send_message"},
+		Tools:              []string{"current_time", "web_fetch", "memory", "schedule", "send_message", "skill"},
 		WebFetch: WebFetch{
 			AllowDomains: []string{},
 			MaxBytes:     mib,
 			AllowPrivate: false,
 		},
+		WebSearch: WebSearch{MaxResults: 5},
 	}
 }
 
@@ -126,6 +130,7 @@ func defaultJob() Job {
 var envDefaults = []struct{ key, env string }{
 	{"llm.base_url", "OPENAI_BASE_URL"},
 	{"llm.api_key", "OPENAI_API_KEY"},
+	{"agent.web_search.api_key", "BRAVE_API_KEY"},
 	{"channels.telegram.token", "TELEGRAM_BOT_TOKEN"},
 	{"channels.discord.token", "DISCORD_BOT_TOKEN"},
 	{"channels.slack.bot_token", "SLACK_BOT_TOKEN"},

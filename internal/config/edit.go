@@ -40,7 +40,7 @@ func editFile(path, key string, env EnvFunc, removing bool, op func(*yamledit.Ed
 		real = p
 	}
 	mode := fs.FileMode(0o600)
-	data, err := os.ReadFile(real)
+	data, err := readFile(real)
 	switch {
 	case err == nil:
 		if st, serr := os.Stat(real); serr == nil {

@@ -319,6 +319,7 @@ func TestSetEveryKeyOfShippedConfig(t *testing.T) {
 		"channels.discord.gateway_url": "ws://127.0.0.1:9001/gw", "channels.slack.mode": "http",
 		"channels.slack.api_url": "http://127.0.0.1:9002/api/", "heartbeat.schedule": "*/15 * * * *",
 		"heartbeat.active_hours": "22:00-06:00", "server.listen": "0.0.0.0:9999", "log.level": "debug", "log.format": "json",
+		"agent.web_search.provider": "brave", "agent.web_search.url": "http://127.0.0.1:8888", "skills.dir": "/etc/skills",
 	}
 	src, err := os.ReadFile("../../config.yaml")
 	if err != nil {
@@ -342,6 +343,9 @@ func TestSetEveryKeyOfShippedConfig(t *testing.T) {
 			value = map[string]string{"true": "false", "false": "true"}[cur]
 		case leaf.Kind() == reflect.Int:
 			value = "7"
+			if key == "llm.max_response_chars" {
+				value = "7000" // at least 1000
+			}
 		case leaf.Kind() == reflect.Float32:
 			value = "0.25"
 		case leaf.Kind() == reflect.String:

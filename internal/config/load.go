@@ -74,7 +74,7 @@ func parentKey(k string) string {
 // is the defaults (with the environment-backed keys filled from the
 // environment) and Path set.
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFile(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return Parse(path, nil, os.LookupEnv)

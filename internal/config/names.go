@@ -10,7 +10,7 @@ import (
 // agent.tools and a persona's tools list may use. (agent/tools and
 // heartbeat define them; a test in internal/daemon keeps the two in step.)
 func BuiltinTools() []string {
-	return []string{"current_time", "memory", "schedule", "send_message", "web_fetch"}
+	return []string{"current_time", "memory", "schedule", "send_message", "skill", "web_fetch", "web_search"}
 }
 
 // IsSecretKey reports whether key (a dotted path such as "llm.api_key")

@@ -51,7 +51,7 @@ func TestUnknownToolNames(t *testing.T) {
 		t.Fatal("unknown tools accepted")
 	}
 	for _, want := range []string{
-		"c.yaml:4: agent.tools[1]: unknown tool \"nope\"; known: current_time, memory, schedule, send_message, web_fetch",
+		"c.yaml:4: agent.tools[1]: unknown tool \"nope\"; known: current_time, memory, schedule, send_message, skill, web_fetch, web_search",
 		"c.yaml:5: agent.tools[2]: unknown tool \"web_fetc\" (did you mean \"web_fetch\"?)",
 	} {
 		if !strings.Contains(err.Error(), want) {

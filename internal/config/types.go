@@ -13,6 +13,7 @@ type Config struct {
 	LLM       LLM       `yaml:"llm"`
 	Agent     Agent     `yaml:"agent"`
 	Personas  Personas  `yaml:"personas"`
+	Skills    Skills    `yaml:"skills"`
 	Access    Access    `yaml:"access"`
 	Channels  Channels  `yaml:"channels"`
 	Heartbeat Heartbeat `yaml:"heartbeat"`
@@ -55,6 +56,10 @@ type LLM struct {
 	Timeout      time.Duration `yaml:"timeout"`
 	MaxRetries   int           `yaml:"max_retries"`
 	ToolProtocol string        `yaml:"tool_protocol"` // native | json | auto
+	// MaxResponseChars bounds one model answer (content, reasoning and
+	// tool-call arguments together, in characters): a longer answer is cut
+	// there and marked, the rest is not read, and its tool calls are dropped.
+	MaxResponseChars int `yaml:"max_response_chars"`
 }
 
 // Agent bounds the ReAct loop.
@@ -72,10 +77,11 @@ type Agent struct {
 	// MaxMessageChars caps one incoming message and MaxTurnChars the text of
 	// one turn (messages that arrived during a turn are merged into the next);
 	// longer text is cut, marked, and the user told.
-	MaxMessageChars int      `yaml:"max_message_chars"`
-	MaxTurnChars    int      `yaml:"max_turn_chars"`
-	Tools           []string `yaml:"tools"`
-	WebFetch        WebFetch `yaml:"web_fetch"`
+	MaxMessageChars int       `yaml:"max_message_chars"`
+	MaxTurnChars    int       `yaml:"max_turn_chars"`
+	Tools           []string  `yaml:"tools"`
+	WebFetch        WebFetch  `yaml:"web_fetch"`
+	WebSearch       WebSearch `yaml:"web_search"`
 	// MaxAnswerChunks caps the platform messages one answer (streamed
 	// drafts, the final answer, job and heartbeat deliveries) may take; a
 	// longer answer is cut and ends with a "truncated" note.
@@ -87,6 +93,20 @@ type WebFetch struct {
 	AllowDomains []string `yaml:"allow_domains"` // empty = any public host
 	MaxBytes     int      `yaml:"max_bytes"`
 	AllowPrivate bool     `yaml:"allow_private"` // allow loopback/private addresses
+}
+
+// WebSearch configures the web_search tool (enabled by listing web_search
+// in agent.tools).
+type WebSearch struct {
+	Provider   string `yaml:"provider"`    // brave | searxng ("" = not configured)
+	URL        string `yaml:"url"`         // SearXNG base URL (required); for brave an endpoint override ("" = the Brave API)
+	APIKey     Secret `yaml:"api_key"`     // Brave subscription token (default ${BRAVE_API_KEY})
+	MaxResults int    `yaml:"max_results"` // 1..20
+}
+
+// Skills says where skills (folders with a SKILL.md) live.
+type Skills struct {
+	Dir string `yaml:"dir"`
 }
 
 // Personas says where persona files live and which persona serves which chat.

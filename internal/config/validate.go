@@ -221,6 +221,10 @@ func (v *validator) bot() {
 	v.principals("bot.admins", b.Admins)
 }
 
+// minResponseChars is the least llm.max_response_chars: a smaller bound
+// would cut ordinary answers.
+const minResponseChars = 1000
+
 func (v *validator) llm() {
 	l := v.c.LLM
 	v.httpURL("llm.base_url", l.BaseURL)
@@ -232,6 +236,9 @@ func (v *validator) llm() {
 	v.positiveDur("llm.timeout", l.Timeout)
 	v.nonNegative("llm.max_retries", l.MaxRetries)
 	v.oneOf("llm.tool_protocol", l.ToolProtocol, "native", "json", "auto")
+	if l.MaxResponseChars < minResponseChars {
+		v.fail("llm.max_response_chars", "must be at least %d, got %d", minResponseChars, l.MaxResponseChars)
+	}
 }
 
 func (v *validator) agent() {
@@ -266,11 +273,41 @@ func (v *validator) agent() {
 		}
 	}
 	v.positive("agent.web_fetch.max_bytes", a.WebFetch.MaxBytes)
+	v.webSearch(a)
+}
+
+// webSearch checks agent.web_search; provider, url and key are required
+// only when agent.tools enables web_search.
+func (v *validator) webSearch(a Agent) {
+	ws := a.WebSearch
+	if !slices.Contains([]string{"", "brave", "searxng"}, ws.Provider) {
+		v.fail("agent.web_search.provider", "must be brave or searxng (or empty when web_search is not used), got %q", truncate(ws.Provider, 60))
+	}
+	v.httpURL("agent.web_search.url", ws.URL)
+	if ws.MaxResults < 1 || ws.MaxResults > 20 {
+		v.fail("agent.web_search.max_results", "must be between 1 and 20, got %d", ws.MaxResults)
+	}
+	if !slices.Contains(a.Tools, "web_search") {
+		return
+	}
+	switch ws.Provider {
+	case "":
+		v.fail("agent.web_search.provider", "is empty but agent.tools enables web_search: set brave or searxng")
+	case "brave":
+		if ws.APIKey.Value() == "" {
+			v.fail("agent.web_search.api_key", "is empty but web_search uses brave: set BRAVE_API_KEY (or agent.web_search.api_key)")
+		}
+	case "searxng":
+		if ws.URL == "" {
+			v.fail("agent.web_search.url", "is empty but web_search uses searxng: set the instance's URL, e.g. http://127.0.0.1:8888")
+		}
+	}
 }
 
 func (v *validator) personas() {
 	p := v.c.Personas
 	v.nonEmpty("personas.dir", p.Dir)
+	v.nonEmpty("skills.dir", v.c.Skills.Dir)
 	v.persona("personas.default", p.Default)
 	for _, t := range sortedKeys(p.ByTarget) {
 		key := "personas.by_target." + t

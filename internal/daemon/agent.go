@@ -98,6 +98,7 @@ func NewAgent(cfg *config.Config, deps AgentDeps, log *slog.Logger, client *http
 		Timeout:           cfg.LLM.Timeout,
 		MaxRetries:        retries(cfg.LLM.MaxRetries),
 		ToolProtocol:      cfg.LLM.ToolProtocol,
+		MaxResponseChars:  cfg.LLM.MaxResponseChars,
 		MaxIterations:     cfg.Agent.MaxIterations,
 		MaxToolCalls:      cfg.Agent.MaxToolCalls,
 		ToolRetries:       retries(cfg.Agent.ToolRetries),
@@ -145,6 +146,11 @@ func toolRegistry(cfg *config.Config, store memory.Store, log *slog.Logger) (*ag
 		return nil, fmt.Errorf("agent.web_fetch: %w", err)
 	}
 	builtins = append(builtins, tools.NewMemory(store, tools.MemoryOptions{Location: cfg.Bot.Location()}))
+	extra, err := searchAndSkills(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	builtins = append(builtins, extra...)
 	for _, t := range builtins {
 		if err := registerEnabled(cfg, reg, t); err != nil {
 			return nil, err

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/switchboard-bot/switchboard/agent/skills"
 	"github.com/switchboard-bot/switchboard/agent/tools"
 	"github.com/switchboard-bot/switchboard/heartbeat"
 	"github.com/switchboard-bot/switchboard/internal/config"
@@ -16,7 +17,7 @@ import (
 // the daemon can register.
 func TestBuiltinToolNamesMatchTheTools(t *testing.T) {
 	got := config.BuiltinTools()
-	want := []string{tools.NameCurrentTime, tools.NameMemory, tools.NameWebFetch,
+	want := []string{tools.NameCurrentTime, tools.NameMemory, tools.NameWebFetch, tools.NameWebSearch, skills.ToolName,
 		(*heartbeat.ScheduleTool)(nil).Name(), (*heartbeat.SendMessageTool)(nil).Name()}
 	slices.Sort(want)
 	if !slices.Equal(got, want) {

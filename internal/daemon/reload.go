@@ -152,10 +152,11 @@ func restartNeeded(old, next *config.Config) []string {
 	return keys
 }
 
-// rebuildAgent builds the agent (with its tools) for next when llm, agent
-// or the time zone changed; nil when nothing needs rebuilding.
+// rebuildAgent builds the agent (with its tools) for next when llm, agent,
+// skills.dir or the time zone changed; nil when nothing needs rebuilding.
 func (d *Daemon) rebuildAgent(old, next *config.Config) (*agent.Agent, error) {
-	if !changed(old.LLM, next.LLM) && !changed(old.Agent, next.Agent) && old.Bot.Timezone == next.Bot.Timezone {
+	if !changed(old.LLM, next.LLM) && !changed(old.Agent, next.Agent) && old.Bot.Timezone == next.Bot.Timezone &&
+		old.ResolvePath(old.Skills.Dir) == next.ResolvePath(next.Skills.Dir) {
 		return nil, nil
 	}
 	reg, err := toolRegistry(next, d.store, d.log)

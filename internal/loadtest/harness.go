@@ -70,34 +70,9 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	if o.Chats <= 0 || o.Messages <= 0 {
 		return Report{}, errors.New("loadtest: Chats and Messages must be positive")
 	}
-	if o.ReplyTimeout <= 0 {
-		o.ReplyTimeout = 30 * time.Second
-	}
-	if o.IdleSettle <= 0 {
-		o.IdleSettle = 500 * time.Millisecond
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	o = o.withDefaults()
 	var modelTime sync.Map // token → time.Duration the model spent on it
-	echo := fakellm.Echo()
-	responder := func(r *fakellm.Request) fakellm.Response {
-		out := echo(r)
-		out.Delay = o.ModelDelay
-		out.TokensPerSecond = o.TokensPerSecond
-		mt := o.ModelDelay
-		if o.TokensPerSecond > 0 {
-			// role chunk + content chunks (5 runes each) + finish + usage,
-			// with one pace between consecutive chunks.
-			chunks := 3 + (utf8.RuneCountInString(out.Content)+4)/5
-			mt += time.Duration(float64(chunks-1) * float64(time.Second) / o.TokensPerSecond)
-		}
-		for _, tok := range tokenRE.FindAllString(r.LastUserText(), -1) {
-			modelTime.Store(tok, mt)
-		}
-		return out
-	}
-	p, err := StartPlatforms(ModelOptions{Responder: responder})
+	p, err := StartPlatforms(ModelOptions{Responder: timedResponder(o, &modelTime)})
 	if err != nil {
 		return Report{}, err
 	}
@@ -118,22 +93,94 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	}
 	defer proc.Kill()
 	rep := Report{Chats: o.Chats, Messages: o.Messages}
-	if rep.BootToReady, err = proc.WaitReady(ctx, 20*time.Second); err != nil {
-		return rep, err
-	}
-	if err := sleepCtx(ctx, o.IdleSettle); err != nil {
-		return rep, err
-	}
-	if rep.IdleRSSKiB, err = RSSKiB(proc.Pid()); err != nil {
-		return rep, err
-	}
-	if rep.IdleAnonKiB, rep.IdleFileKiB, err = RSSBreakdown(proc.Pid()); err != nil {
+	if err := rep.measureIdle(ctx, proc, o.IdleSettle); err != nil {
 		return rep, err
 	}
 
-	// Sample RSS while the load runs.
+	stopSampler := sampleRSS(proc.Pid(), rep.IdleRSSKiB) // peak RSS while the load runs
+	cpu0, _ := CPUTime(proc.Pid())
+	self0, _ := CPUTime(os.Getpid())
+	start := time.Now()
+	lats, errs := driveChats(ctx, o, p, proc, &modelTime)
+	rep.Elapsed = time.Since(start)
+	if cpu1, err := CPUTime(proc.Pid()); err == nil {
+		rep.DaemonCPU = cpu1 - cpu0
+	}
+	if self1, err := CPUTime(os.Getpid()); err == nil {
+		rep.HarnessCPU = self1 - self0
+	}
+	rep.LoadRSSKiB = stopSampler()
+	var runErr error
+	for e := range errs {
+		runErr = errors.Join(runErr, e)
+	}
+
+	rep.addLatencies(lats)
+	rep.ModelRequests = p.LLM.RequestCount()
+	rep.finish(ctx, o, p, proc, dataDir)
+	return rep, runErr
+}
+
+// withDefaults fills in the optional settings.
+func (o Options) withDefaults() Options {
+	if o.ReplyTimeout <= 0 {
+		o.ReplyTimeout = 30 * time.Second
+	}
+	if o.IdleSettle <= 0 {
+		o.IdleSettle = 500 * time.Millisecond
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// timedResponder is the echo model slowed down as o asks; it records in
+// modelTime, for every token it answers, the time the model spent on it.
+func timedResponder(o Options, modelTime *sync.Map) fakellm.Responder {
+	echo := fakellm.Echo()
+	return func(r *fakellm.Request) fakellm.Response {
+		out := echo(r)
+		out.Delay = o.ModelDelay
+		out.TokensPerSecond = o.TokensPerSecond
+		mt := o.ModelDelay
+		if o.TokensPerSecond > 0 {
+			// role chunk + content chunks (5 runes each) + finish + usage,
+			// with one pace between consecutive chunks.
+			chunks := 3 + (utf8.RuneCountInString(out.Content)+4)/5
+			mt += time.Duration(float64(chunks-1) * float64(time.Second) / o.TokensPerSecond)
+		}
+		for _, tok := range tokenRE.FindAllString(r.LastUserText(), -1) {
+			modelTime.Store(tok, mt)
+		}
+		return out
+	}
+}
+
+// measureIdle waits for the daemon to be ready, lets it settle and records
+// boot time and idle memory.
+func (rep *Report) measureIdle(ctx context.Context, proc *Proc, settle time.Duration) error {
+	var err error
+	if rep.BootToReady, err = proc.WaitReady(ctx, 20*time.Second); err != nil {
+		return err
+	}
+	if err := sleepCtx(ctx, settle); err != nil {
+		return err
+	}
+	if rep.IdleRSSKiB, err = RSSKiB(proc.Pid()); err != nil {
+		return err
+	}
+	if rep.IdleAnonKiB, rep.IdleFileKiB, err = RSSBreakdown(proc.Pid()); err != nil {
+		return err
+	}
+	return nil
+}
+
+// sampleRSS samples pid's RSS every 20ms until the returned stop is called;
+// stop returns the peak, at least initial.
+func sampleRSS(pid int, initial int64) (stop func() int64) {
 	var peak atomic.Int64
-	peak.Store(rep.IdleRSSKiB)
+	peak.Store(initial)
 	stopSampler := make(chan struct{})
 	samplerDone := make(chan struct{})
 	go func() {
@@ -145,18 +192,25 @@ func Run(ctx context.Context, o Options) (Report, error) {
 			case <-stopSampler:
 				return
 			case <-t.C:
-				if v, err := RSSKiB(proc.Pid()); err == nil && v > peak.Load() {
+				if v, err := RSSKiB(pid); err == nil && v > peak.Load() {
 					peak.Store(v)
 				}
 			}
 		}
 	}()
+	return func() int64 {
+		close(stopSampler)
+		<-samplerDone
+		return peak.Load()
+	}
+}
 
-	cpu0, _ := CPUTime(proc.Pid())
-	self0, _ := CPUTime(os.Getpid())
+// driveChats runs o.Chats closed-loop chats of o.Messages messages each and
+// returns every chat's reply latencies (model time subtracted) and the
+// chats' errors (the channel is closed).
+func driveChats(ctx context.Context, o Options, p *Platforms, proc *Proc, modelTime *sync.Map) ([][]time.Duration, chan error) {
 	lats := make([][]time.Duration, o.Chats)
 	errs := make(chan error, o.Chats)
-	start := time.Now()
 	var wg sync.WaitGroup
 	for c := range o.Chats {
 		wg.Add(1)
@@ -188,22 +242,13 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		}()
 	}
 	wg.Wait()
-	rep.Elapsed = time.Since(start)
-	if cpu1, err := CPUTime(proc.Pid()); err == nil {
-		rep.DaemonCPU = cpu1 - cpu0
-	}
-	if self1, err := CPUTime(os.Getpid()); err == nil {
-		rep.HarnessCPU = self1 - self0
-	}
-	close(stopSampler)
-	<-samplerDone
-	rep.LoadRSSKiB = peak.Load()
 	close(errs)
-	var runErr error
-	for e := range errs {
-		runErr = errors.Join(runErr, e)
-	}
+	return lats, errs
+}
 
+// addLatencies fills in the answer count, throughput and the latency
+// percentiles, overall and per platform, from every chat's latencies.
+func (rep *Report) addLatencies(lats [][]time.Duration) {
 	var all []time.Duration
 	byPlatform := map[string][]time.Duration{}
 	for c, l := range lats {
@@ -224,10 +269,11 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	if len(all) > 0 {
 		rep.Max = all[len(all)-1]
 	}
-	rep.ModelRequests = p.LLM.RequestCount()
+}
 
-	// Let late duplicates (if any) land before counting, then stop cleanly so
-	// the database is closed.
+// finish lets late duplicates (if any) land before counting them, then stops
+// the daemon cleanly so the database is closed, and measures it.
+func (rep *Report) finish(ctx context.Context, o Options, p *Platforms, proc *Proc, dataDir string) {
 	_ = sleepCtx(ctx, 200*time.Millisecond)
 	for _, s := range p.Sightings() {
 		if s.Creates > 1 {
@@ -243,7 +289,6 @@ func Run(ctx context.Context, o Options) (Report, error) {
 			rep.DBBytesPer1k = float64(st.Size()) / float64(rep.Answered) * 1000
 		}
 	}
-	return rep, runErr
 }
 
 func percentile(sorted []time.Duration, p float64) time.Duration {

@@ -222,6 +222,31 @@ func (p *Platforms) Env() []string {
 // WriteConfig writes a config.yaml for the three platforms and the fake
 // model into dir and returns its path. Secrets are ${ENV} references.
 func (p *Platforms) WriteConfig(dir string, o ConfigOptions) (string, error) {
+	o = o.withDefaults(dir)
+	answerChunks := ""
+	if o.MaxAnswerChunks > 0 {
+		answerChunks = fmt.Sprintf("\n  max_answer_chunks: %d", o.MaxAnswerChunks)
+	}
+	slackMode, tgMode := "socket", "polling"
+	if o.SlackHTTP {
+		slackMode = "http"
+	}
+	if o.TelegramWebhookURL != "" {
+		tgMode = "webhook"
+	}
+	cfg := fmt.Sprintf(configTemplate, o.DataDir, yamlList(o.Admins), p.LLM.URL, o.MaxConcurrentTurns, yamlList(o.Tools), answerChunks, o.AccessMode, yamlList(o.AllowFrom),
+		p.TelegramTap.URL(), tgMode, o.TelegramWebhookURL, p.DiscordTap.URL(), p.Discord.GatewayURL(),
+		slackMode, p.SlackTap.URL()+"/api/", o.Listen, o.LogLevel, o.Extra)
+	path := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		return "", fmt.Errorf("write config: %w", err)
+	}
+	return path, nil
+}
+
+// withDefaults fills in the settings left empty; the data directory defaults
+// to dir/data.
+func (o ConfigOptions) withDefaults(dir string) ConfigOptions {
 	if o.DataDir == "" {
 		o.DataDir = filepath.Join(dir, "data")
 	}
@@ -237,27 +262,22 @@ func (p *Platforms) WriteConfig(dir string, o ConfigOptions) (string, error) {
 	if o.AccessMode == "" {
 		o.AccessMode = "open"
 	}
-	list := func(l []string) string {
-		if len(l) == 0 {
-			return "[]"
-		}
-		return `["` + strings.Join(l, `", "`) + `"]`
-	}
 	if len(o.Tools) == 0 {
 		o.Tools = []string{"current_time"}
 	}
-	answerChunks := ""
-	if o.MaxAnswerChunks > 0 {
-		answerChunks = fmt.Sprintf("\n  max_answer_chunks: %d", o.MaxAnswerChunks)
+	return o
+}
+
+// yamlList writes l as a YAML flow sequence of strings.
+func yamlList(l []string) string {
+	if len(l) == 0 {
+		return "[]"
 	}
-	slackMode, tgMode := "socket", "polling"
-	if o.SlackHTTP {
-		slackMode = "http"
-	}
-	if o.TelegramWebhookURL != "" {
-		tgMode = "webhook"
-	}
-	cfg := fmt.Sprintf(`bot:
+	return `["` + strings.Join(l, `", "`) + `"]`
+}
+
+// configTemplate is the daemon config WriteConfig fills in.
+const configTemplate = `bot:
   name: Loadtest
   data_dir: %q
   timezone: UTC
@@ -305,15 +325,7 @@ server:
 log:
   level: %s
   format: text
-%s`, o.DataDir, list(o.Admins), p.LLM.URL, o.MaxConcurrentTurns, list(o.Tools), answerChunks, o.AccessMode, list(o.AllowFrom),
-		p.TelegramTap.URL(), tgMode, o.TelegramWebhookURL, p.DiscordTap.URL(), p.Discord.GatewayURL(),
-		slackMode, p.SlackTap.URL()+"/api/", o.Listen, o.LogLevel, o.Extra)
-	path := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		return "", fmt.Errorf("write config: %w", err)
-	}
-	return path, nil
-}
+%s`
 
 // RedeliverSlack plays Slack's retry policy until ctx ends: every envelope
 // left unacknowledged for longer than after is delivered again (same event,

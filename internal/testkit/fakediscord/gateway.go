@@ -99,7 +99,8 @@ func (c *gwConn) writer() {
 		var err error
 		switch {
 		case f.close:
-			err = c.ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(f.closeCode, f.closeText))
+			// The connection is killed either way; a failed close frame changes nothing.
+			_ = c.ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(f.closeCode, f.closeText))
 			c.kill()
 			return
 		case f.binary:

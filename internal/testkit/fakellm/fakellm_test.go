@@ -179,12 +179,12 @@ func TestToolCallChunksMatchOpenAIShape(t *testing.T) {
 	}
 
 	// And the real client reassembles it.
-	st, err := client(s).CreateChatCompletionStream(context.Background(), userReq("x", true))
+	_, err = client(s).CreateChatCompletionStream(context.Background(), userReq("x", true))
 	if err == nil {
 		t.Fatal("queue should be exhausted after one response")
 	}
 	s.SetResponder(Queue(Response{ToolCalls: []ToolCall{{ID: "call_a", Name: "weather", Arguments: args}}, ArgChunkSize: 2}))
-	st, err = client(s).CreateChatCompletionStream(context.Background(), userReq("x", true))
+	st, err := client(s).CreateChatCompletionStream(context.Background(), userReq("x", true))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,7 @@
 package faketelegram
 
+//lint:file-ignore ST1005 these are Telegram's error texts, quoted verbatim
+
 import (
 	"fmt"
 	"strconv"
