@@ -53,7 +53,8 @@ type PersonaSource interface {
 }
 
 // ApproveFunc may deny a tool call before it runs by returning an error; the
-// turn then ends with FinishToolDenied after the model was told.
+// turn then ends with FinishToolDenied after the model was told. ctx carries
+// the turn's CallInfo; ApprovalPolicy.Func is the configured one (approval.go).
 type ApproveFunc func(ctx context.Context, call memory.ToolCall) error
 
 // DirectOptions configure a ProcessDirect turn.
@@ -86,8 +87,9 @@ type Options struct {
 	MaxRetryAfter     time.Duration // a longer Retry-After is not waited for (60s)
 	StreamIdleTimeout time.Duration // max gap between stream chunks (= Timeout)
 	// MaxResponseChars bounds one model answer: content, reasoning and
-	// tool-call arguments together, in characters (200000); a longer answer
-	// is cut there, marked, and the rest not read (see ChatResponse.Cut).
+	// tool calls (ids, names, arguments) together, in characters (200000); a
+	// longer answer is cut there, marked, and the rest not read (see
+	// ChatResponse.Cut).
 	// Negative = no bound.
 	MaxResponseChars int
 	ToolProtocol     string // auto | native | json (auto)

@@ -136,7 +136,7 @@ func (r *Registry) selected(lists ...[]string) []Tool {
 	for _, name := range r.Names() {
 		ok := true
 		for _, l := range lists {
-			if l != nil && !contains(l, name) {
+			if l != nil && !AllowedBy(l, name) {
 				ok = false
 				break
 			}
@@ -148,15 +148,6 @@ func (r *Registry) selected(lists ...[]string) []Tool {
 		}
 	}
 	return out
-}
-
-func contains(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // openAITools renders tools for the native protocol.

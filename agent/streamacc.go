@@ -27,9 +27,9 @@ func withCutMarker(text string, limit int) string {
 
 // streamAcc accumulates one streamed answer: content, reasoning, tool calls,
 // usage and finish reason. With a limit it keeps at most limit characters
-// (runes) of content, reasoning and tool-call arguments together: the delta
-// that passes the bound is kept up to it, cut is set and the caller stops
-// reading. A model that misbehaves could otherwise stream until llm.timeout
+// (runes) of content, reasoning and tool calls (ids, names, arguments)
+// together: the delta that passes the bound is kept up to it, cut is set and
+// the caller stops reading. A model that misbehaves could otherwise stream until llm.timeout
 // (hundreds of MB from a fast server), all of it kept in the session's
 // history and sent again on every later turn.
 type streamAcc struct {
@@ -88,8 +88,12 @@ func (a *streamAcc) add(chunk openai.ChatCompletionStreamResponse, obs StreamObs
 			}
 		}
 		for _, tc := range d.ToolCalls {
-			// Arguments cut at the bound are not a call to run: once cut,
-			// response drops every tool call.
+			// Ids and names count too (a megabyte name, or a flood of
+			// calls with empty arguments, is as big as any text). A call
+			// cut at the bound is not a call to run: once cut, response
+			// drops every tool call.
+			tc.ID = a.take(tc.ID)
+			tc.Function.Name = a.take(tc.Function.Name)
 			tc.Function.Arguments = a.take(tc.Function.Arguments)
 			a.merger.add(tc)
 		}

@@ -139,11 +139,9 @@ func (t *turn) planTool(ctx context.Context, p *plannedCall) stepStop {
 		p.fail(fmt.Sprintf("invalid arguments for %s: %v", c.Name, err))
 		return stepStop{}
 	}
-	if t.o.Approve != nil {
-		if err := t.o.Approve(ctx, c); err != nil {
-			p.deny(err)
-			return stepStop{true, FinishToolDenied, fmt.Sprintf("the call of %s was denied", c.Name)}
-		}
+	if err := t.approve(ctx, c, tool); err != nil {
+		p.deny(err)
+		return stepStop{true, FinishToolDenied, fmt.Sprintf("the call of %s was denied", c.Name)}
 	}
 	p.tool, p.run = tool, true
 	return stepStop{}

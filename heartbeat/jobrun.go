@@ -251,6 +251,7 @@ func (j *Jobs) produce(ctx context.Context, s JobSpec) (string, error) {
 	if j.o.Agent == nil {
 		return "", fmt.Errorf("run task: agent %w", errNotConfigured)
 	}
+	ctx = agent.WithPreapproved(ctx, s.Approve) // a job never waits for /approve
 	ans, err := j.o.Agent.ProcessDirect(ctx, "job:"+s.Name, s.Prompt, agent.DirectOptions{
 		Persona: s.Persona, Tools: s.Tools, JobName: s.Name, DeliverTo: slices.Clone(s.DeliverTo),
 		Runtime: agent.Runtime{ChatType: "job"},

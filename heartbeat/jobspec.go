@@ -50,6 +50,11 @@ type JobSpec struct {
 	Grace     time.Duration `json:"grace,omitempty"`   // 0 = DefaultGrace
 	// Tools restricts a task's tools (nil = the persona's tools).
 	Tools []string `json:"tools,omitempty"`
+	// Approve lists tools (names or globs) that need a person's approval
+	// (agent.require_approval, destructive MCP tools) which this task may call
+	// anyway: nobody can /approve a scheduled run, so without it such calls
+	// are denied (agent.ApprovalPolicy).
+	Approve []string `json:"approve,omitempty"`
 	// CreatedBy is the session key of the chat that created the job ("" for config jobs).
 	CreatedBy string `json:"created_by,omitempty"`
 }

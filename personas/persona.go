@@ -73,7 +73,7 @@ func (e *ParseError) Error() string {
 
 var (
 	nameRe     = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
-	toolNameRe = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+	toolNameRe = regexp.MustCompile(`^[a-zA-Z0-9_*?\[\]-]{1,64}$`) // globs (github__*) select MCP tools
 	// skillNameRe is skills.ValidName's rule.
 	skillNameRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 	yamlLineRe  = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
@@ -337,7 +337,7 @@ func parseNames(v *yaml.Node, key, what, example string, re *regexp.Regexp) ([]s
 }
 
 // nameRule describes the names parseNames accepts.
-var nameRule = map[string]string{"tool": "letters, digits, _ and -", "skill": "a-z, 0-9, _ and -, starting with a letter or digit"}
+var nameRule = map[string]string{"tool": "letters, digits, _ and - (or a glob such as github__*)", "skill": "a-z, 0-9, _ and -, starting with a letter or digit"}
 
 func kindName(n *yaml.Node) string {
 	switch n.Kind {

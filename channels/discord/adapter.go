@@ -1,12 +1,15 @@
 // Package discord is the Discord adapter: it connects to the Discord gateway
 // with bwmarrin/discordgo, turns MESSAGE_CREATE events into channels.Message
 // values, and sends, edits and types through Discord's REST API. It imports
-// only channels and channels/markup of the project; dedup, access control and
+// only channels, channels/markup, channels/lanes and the leaf internal/redact
+// of the project
+// (so it never compiles the agent or the store); dedup, access control and
 // retries are the shared handler's (channels/hub).
 //
 // Files: adapter.go (Adapter, Options and their defaults and validation, New,
-// Run), inbound.go (event → channels.Message, the in-order worker, catch-up
-// from history, media, channel info), send.go (Format, Send, Edit, typing,
+// Run), intake.go (the per-channel lanes that hand messages to the sink),
+// inbound.go (event → channels.Message, catch-up from history, media,
+// channel info), send.go (Format, Send, Edit, typing,
 // rate limits, error classification), gateway.go (the gateway connection,
 // reconnects, watchdog), cursors.go (per-channel last-seen ids and their
 // persistence), transport.go (API and gateway URL overrides).
@@ -37,9 +40,17 @@
 //     If sink.Handle fails the cursor is not advanced ("not acknowledged"):
 //     the channel is marked behind and caught up from history later (on the
 //     next message in it, on reconnect, or every CatchUpRetry).
-//   - Ordering. Events are handled synchronously by discordgo
-//     (SyncEvents=true) and queued to one worker goroutine per Run, which
-//     calls sink.Handle in arrival order.
+//   - Ordering and parallel intake. Events are handled synchronously by
+//     discordgo (SyncEvents=true) and queued, without blocking the gateway
+//     reader, to the lane of their Discord channel (channels/lanes): one
+//     channel's messages and catch-ups run one at a time in arrival order,
+//     so its cursor only advances in order, while up to IntakeWorkers
+//     channels are handed to the sink concurrently (a slow Handle in one
+//     chat does not hold up the others). Bounded: IntakeDepth messages per
+//     channel, IntakeMaxChats channels; a refused message marks its channel
+//     behind and it is caught up from history (after the lane's backlog, or
+//     by the CatchUpRetry loop). When Run ends, queued messages are
+//     abandoned with their cursors unmoved, so the next start fetches them.
 //   - Addressing. DMs: ChatID = DM channel id, Direct. Threads: ChatID =
 //     parent channel id, ThreadID = thread channel id, ParentID = parent;
 //     Send/Edit to a target with ThreadID post into the thread channel.
@@ -78,6 +89,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/internal/redact"
 )
 
 // Name is the channel's address prefix.
@@ -97,6 +109,9 @@ const (
 	DefaultRateLimitMaxWait     = 2 * time.Second
 	DefaultCatchUpRetry         = 15 * time.Second
 	DefaultMaxTrackedChannels   = 200
+	DefaultIntakeWorkers        = 16
+	DefaultIntakeDepth          = 64
+	DefaultIntakeMaxChats       = 1024
 )
 
 // Intents requested at IDENTIFY: guilds, guild messages, direct messages and
@@ -163,6 +178,17 @@ type Options struct {
 	// for catch-up after reconnects (200; the least recently active is
 	// forgotten). Every reconnect costs one history request per channel.
 	MaxTrackedChannels int
+
+	// IntakeWorkers bounds the channels whose messages are handed to the
+	// sink at the same time (16); one channel's messages are always handed
+	// on one at a time, in order.
+	IntakeWorkers int
+	// IntakeDepth bounds the messages waiting per channel (64); beyond it
+	// the channel is caught up from history once its backlog is done.
+	IntakeDepth int
+	// IntakeMaxChats bounds the channels with waiting messages (1024);
+	// beyond it a channel is marked behind and caught up every CatchUpRetry.
+	IntakeMaxChats int
 }
 
 // String describes the options without the token.
@@ -172,7 +198,7 @@ func (o Options) String() string {
 		tok = "<redacted>"
 	}
 	return fmt.Sprintf("discord.Options{Token:%s APIURL:%q GatewayURL:%q Guilds:%v AllowBots:%t}",
-		tok, redactURL(o.APIURL), redactURL(o.GatewayURL), o.Guilds, o.AllowBots)
+		tok, redact.URL(o.APIURL), redact.URL(o.GatewayURL), o.Guilds, o.AllowBots)
 }
 
 // LogValue keeps the token out of structured logs.
@@ -195,6 +221,7 @@ type Adapter struct {
 	botID   string
 	chans   map[string]chanInfo
 	cursors map[string]*cursor
+	saveMu  sync.Mutex // orders cursor saves (cursors.go)
 }
 
 var (
@@ -310,6 +337,15 @@ func (o Options) withDefaults() Options {
 	if o.MaxTrackedChannels <= 0 {
 		o.MaxTrackedChannels = DefaultMaxTrackedChannels
 	}
+	if o.IntakeWorkers <= 0 {
+		o.IntakeWorkers = DefaultIntakeWorkers
+	}
+	if o.IntakeDepth <= 0 {
+		o.IntakeDepth = DefaultIntakeDepth
+	}
+	if o.IntakeMaxChats <= 0 {
+		o.IntakeMaxChats = DefaultIntakeMaxChats
+	}
 	return o
 }
 
@@ -385,53 +421,32 @@ func (c *Adapter) Run(ctx context.Context, sink channels.Sink) error {
 		sink:         sink,
 		dial:         &trackingDialer{},
 		disconnected: make(chan struct{}, 1),
-		queue:        make(chan item, 256),
 	}
 	c.loadCursors(runCtx)
-	workerDone := make(chan struct{})
+	r.in = r.newIntake()
+	retryDone := make(chan struct{})
 	go func() {
-		defer close(workerDone)
-		r.worker()
+		defer close(retryDone)
+		r.retryLoop()
 	}()
+	// The cursors are flushed until the lanes stopped, so the last save
+	// includes every message the sink accepted.
+	flushCtx, stopFlush := context.WithCancel(context.WithoutCancel(ctx))
 	flushDone := make(chan struct{})
 	go func() {
 		defer close(flushDone)
-		c.flushCursors(runCtx)
+		c.flushCursors(flushCtx)
 	}()
 	defer func() {
 		stop()
 		r.closeGateway()
-		<-workerDone
+		if n := r.in.lanes.Close(); n > 0 {
+			c.log.Info("discord: stopping; queued messages left for catch-up from history", "messages", n)
+		}
+		<-retryDone
+		stopFlush()
 		<-flushDone
 	}()
 	c.log.Info("discord: connecting", "bot", me.Username)
 	return r.loop()
-}
-
-// redactURL prints a configured URL without credentials: the user info and
-// every query value and fragment are replaced by "[redacted]". (Adapters
-// import only package channels, so this does not use internal/redact.)
-func redactURL(raw string) string {
-	if raw == "" {
-		return ""
-	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		if strings.ContainsAny(raw, "@?#") {
-			return "[redacted URL]"
-		}
-		return raw
-	}
-	if u.User != nil {
-		u.User = url.User("[redacted]")
-	}
-	q := u.Query()
-	for k := range q {
-		q[k] = []string{"[redacted]"}
-	}
-	u.RawQuery = strings.ReplaceAll(q.Encode(), "%5Bredacted%5D", "[redacted]")
-	if u.Fragment != "" {
-		u.Fragment, u.RawFragment = "[redacted]", ""
-	}
-	return strings.ReplaceAll(u.String(), "%5Bredacted%5D", "[redacted]")
 }

@@ -68,6 +68,10 @@ func (c *Adapter) saveCursors(ctx context.Context) {
 	if c.opts.Cursors == nil {
 		return
 	}
+	// Lanes save concurrently: the snapshot and its write go together, so an
+	// older snapshot never overwrites a newer one.
+	c.saveMu.Lock()
+	defer c.saveMu.Unlock()
 	raw, err := json.Marshal(c.snapshotCursors())
 	if err != nil {
 		return
@@ -87,6 +91,8 @@ func (c *Adapter) flushCursors(ctx context.Context) {
 	defer t.Stop()
 	var last []byte
 	save := func(ctx context.Context) {
+		c.saveMu.Lock()
+		defer c.saveMu.Unlock()
 		raw, err := json.Marshal(c.snapshotCursors())
 		if err != nil || string(raw) == string(last) {
 			return

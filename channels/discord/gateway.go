@@ -28,7 +28,7 @@ type run struct {
 	lastSeen atomic.Int64 // unix nanos of the last dispatch
 
 	disconnected chan struct{}
-	queue        chan item
+	in           *intake
 }
 
 // loop opens the gateway, waits for the connection to end, and reopens.
@@ -202,13 +202,13 @@ func (r *run) newGateway() *discordgo.Session {
 		r.gotReady.Store(true)
 		c.ready.Store(true)
 		c.log.Info("discord: gateway ready")
-		r.enqueue(item{catchUp: true})
+		r.catchUpAll()
 	})
 	s.AddHandler(func(_ *discordgo.Session, _ *discordgo.Resumed) {
 		r.gotReady.Store(true)
 		c.ready.Store(true)
 		c.log.Info("discord: gateway session resumed")
-		r.enqueue(item{catchUp: true})
+		r.catchUpAll()
 	})
 	s.AddHandler(func(_ *discordgo.Session, _ *discordgo.Disconnect) {
 		c.ready.Store(false)
@@ -234,18 +234,10 @@ func (r *run) newGateway() *discordgo.Session {
 	s.AddHandler(func(_ *discordgo.Session, e *discordgo.ChannelCreate) { c.rememberChannel(e.Channel) })
 	s.AddHandler(func(_ *discordgo.Session, e *discordgo.MessageCreate) {
 		if e.Message != nil {
-			r.enqueue(item{msg: e.Message})
+			r.submitLive(e.Message)
 		}
 	})
 	return s
-}
-
-// enqueue hands an item to the worker; it gives up when Run ends.
-func (r *run) enqueue(it item) {
-	select {
-	case r.queue <- it:
-	case <-r.ctx.Done():
-	}
 }
 
 // trackingDialer dials TCP and remembers the last connection so an Open

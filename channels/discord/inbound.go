@@ -19,43 +19,12 @@ import (
 	"github.com/switchboard-bot/switchboard/channels"
 )
 
-// item is one unit of work for the Run worker.
-type item struct {
-	msg     *discordgo.Message // a live MESSAGE_CREATE
-	catchUp bool               // fetch what tracked channels missed
-}
-
 // chanInfo is what the adapter needs to know about a Discord channel.
 type chanInfo struct {
 	guildID  string
 	parentID string
 	thread   bool
 	dm       bool
-}
-
-// worker processes queued items one at a time, in order.
-func (r *run) worker() {
-	retry := time.NewTicker(r.c.opts.CatchUpRetry)
-	defer retry.Stop()
-	for {
-		select {
-		case <-r.ctx.Done():
-			return
-		case it := <-r.queue:
-			switch {
-			case it.catchUp:
-				for _, id := range r.c.trackedChannels(false) {
-					r.catchUp(id)
-				}
-			case it.msg != nil:
-				r.live(it.msg)
-			}
-		case <-retry.C:
-			for _, id := range r.c.trackedChannels(true) {
-				r.catchUp(id)
-			}
-		}
-	}
 }
 
 // live handles one gateway message.

@@ -42,6 +42,7 @@ const helpText = `Commands:
 /help — this list
 /reset — start a fresh conversation (the old one is archived)
 /stop — stop the answer in progress
+/approve, /deny — decide a tool call waiting for approval
 /persona [NAME] — show or choose who answers in this chat
 /status — bot status (admins)
 /reload — re-read config.yaml and personas (admins)
@@ -77,6 +78,8 @@ func (h *Handler) command(s *session, it item) {
 		} else {
 			h.reply(it, "Nothing to stop.")
 		}
+	case "approve", "deny":
+		h.approvalCommand(it) // replayed after a restart: nothing waits any more
 	case "persona":
 		h.personaCommand(ctx, it, args, admin)
 	case "status", "pair", "jobs", "reload", "heartbeat":

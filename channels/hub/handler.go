@@ -9,6 +9,8 @@
 //     next turn, /stop;
 //   - commands (commands.go), answered without the model; admin features
 //     reach the daemon through the Admin interface;
+//   - approval in chat (approval.go): a tool call that needs approval waits
+//     for /approve or /deny, which are answered beside the session's queue;
 //   - the turn (turn.go): the agent run with typing and streaming
 //     (stream.go), commit retries while the store cannot write (storage.go),
 //     input caps (inputcap.go), operator cancellation (interrupt.go);
@@ -151,6 +153,9 @@ type HandlerOptions struct {
 	// of one turn (see inputcap.go); 0 = DefaultMaxMessageChars,
 	// DefaultMaxTurnChars.
 	MaxMessageChars, MaxTurnChars int
+	// ApprovalTimeout is how long a tool call waits for /approve or /deny
+	// before it is refused (approval.go); 0 = DefaultApprovalTimeout.
+	ApprovalTimeout time.Duration
 }
 
 // HandlerStats are counters since start.
@@ -195,6 +200,7 @@ type Handler struct {
 	chans    map[string]channels.Channel
 	sessions map[string]*session
 	closed   bool
+	appr     approvalState // pending tool approvals (approval.go)
 
 	received, duplicates, ignored, denied, turns, turnErrors, commands atomic.Uint64
 }
@@ -239,6 +245,7 @@ func NewHandler(o HandlerOptions) *Handler {
 	pol := o.Access
 	h.access.Store(&pol)
 	h.caps.set(o.MaxMessageChars, o.MaxTurnChars)
+	h.SetApprovalTimeout(o.ApprovalTimeout)
 	return h
 }
 
@@ -323,6 +330,7 @@ func (h *Handler) Close(ctx context.Context) {
 	}
 	h.closed = true
 	h.mu.Unlock()
+	h.denyAllApprovals("the bot is shutting down") // a waiting turn must not hold shutdown
 	done := make(chan struct{})
 	go func() { h.workers.Wait(); close(done) }()
 	select {

@@ -80,6 +80,9 @@ func takeBatch(q *[]item) []item {
 }
 
 func (h *Handler) process(s *session, batch []item) {
+	if batch = h.recheckAccess(s, batch); len(batch) == 0 {
+		return
+	}
 	first := batch[0]
 	switch {
 	case first.answered:

@@ -153,6 +153,7 @@ func (h *Handler) turn(ctx context.Context, ch channels.Channel, target channels
 	if h.personas != nil {
 		req.Persona = h.personas.Resolve(ctx, target)
 	}
+	ctx = agent.WithAsker(ctx, h.asker(target, batch[0].msg)) // approval in chat (approval.go)
 	res, err := h.agent.ProcessMessage(ctx, req)
 	if st != nil {
 		st.Stop() // no draft edit may land after the final delivery starts

@@ -4,14 +4,15 @@
 // channels.Message values for the shared handler, and delivering chunks with
 // chat.postMessage / chat.update. Dedup, access control, group gating,
 // commands, retries and streaming live in the shared handler (channels/hub),
-// not here; the package imports only channels and channels/markup of the
-// project.
+// not here; the package imports only channels, channels/markup and
+// channels/lanes of the project.
 //
 // Files: adapter.go (Adapter, Options and their defaults and validation, New,
 // Run, auth.test), inbound.go (event → channels.Message, names, images,
 // threads), send.go (Send, Edit, typing, Delivered, error classification),
-// socket.go (Socket Mode connection and watchdog), webhook.go (Events API
-// over HTTP, signature checks).
+// socket.go (Socket Mode connection and watchdog), intake.go (per-channel
+// lanes that hand envelopes to the sink), webhook.go (Events API over HTTP,
+// signature checks).
 //
 // Design decisions:
 //
@@ -26,10 +27,17 @@
 //     the raw network connection) within WatchdogTimeout. The old client is fully
 //     stopped (its RunContext returned, its socket closed) before a new one is
 //     created, so two connections never process events side by side.
+//   - Parallel intake: envelopes go to the lane of their Slack channel
+//     (channels/lanes). One channel's envelopes are handled and acked one at
+//     a time in arrival order; up to IntakeWorkers channels are handed to the
+//     sink concurrently, so a slow Handle in one chat does not hold up the
+//     others. Bounded (IntakeDepth per channel, IntakeMaxChats channels): an
+//     envelope beyond the bounds, or still queued when its client stops, is
+//     never acked, and Slack redelivers it.
 //   - HTTP mode (channels.Webhook): the signature (v0 HMAC-SHA256 of
 //     "v0:ts:body", 5-minute window, injectable clock) is checked before
 //     anything else; 200 after Handle returned nil, 500 otherwise so Slack
-//     retries; Handle calls are serialized to keep arrival order.
+//     retries; Handle calls are serialized per channel to keep its order.
 //   - Ids: MessageID is "<channel>:<ts>" for both the `message` and the
 //     `app_mention` event of one mention, so the handler's dedup keeps one
 //     turn; a `message` event containing "<@BOT>" is marked Mentioned itself so
@@ -68,6 +76,7 @@ import (
 	slackapi "github.com/slack-go/slack"
 
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/lanes"
 )
 
 // Modes.
@@ -116,6 +125,16 @@ type Options struct {
 	SignatureMaxAge time.Duration
 	// Now is the clock for signature checks (default time.Now).
 	Now func() time.Time
+
+	// IntakeWorkers bounds the channels whose events are handed to the sink
+	// at the same time in Socket Mode (16); one channel's events are always
+	// handled one at a time, in order.
+	IntakeWorkers int
+	// IntakeDepth bounds the envelopes waiting per channel (64) and
+	// IntakeMaxChats the channels with waiting envelopes (1024); an envelope
+	// beyond them is left unacknowledged, so Slack redelivers it.
+	IntakeDepth    int
+	IntakeMaxChats int
 }
 
 // Adapter is the Slack adapter. It implements channels.Channel, Editor,
@@ -126,12 +145,12 @@ type Adapter struct {
 	api           *slackapi.Client
 	threadReplies bool
 
-	ready    atomic.Bool
-	botUser  atomic.Pointer[string]
-	botID    atomic.Pointer[string]
-	sinkMu   sync.Mutex
-	sink     channels.Sink // HTTP mode: set while Run is running
-	handleMu sync.Mutex    // serializes Handle calls from HTTP requests
+	ready   atomic.Bool
+	botUser atomic.Pointer[string]
+	botID   atomic.Pointer[string]
+	sinkMu  sync.Mutex
+	sink    channels.Sink    // HTTP mode: set while Run is running
+	chatMu  lanes.KeyedMutex // serializes HTTP requests' Handle calls per channel
 
 	namesMu     sync.Mutex
 	names       map[string]string
@@ -241,6 +260,15 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.IntakeWorkers <= 0 {
+		o.IntakeWorkers = DefaultIntakeWorkers
+	}
+	if o.IntakeDepth <= 0 {
+		o.IntakeDepth = DefaultIntakeDepth
+	}
+	if o.IntakeMaxChats <= 0 {
+		o.IntakeMaxChats = DefaultIntakeMaxChats
 	}
 	return o
 }

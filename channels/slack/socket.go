@@ -117,9 +117,15 @@ func (c *Adapter) runClient(ctx context.Context, sink channels.Sink) (healthy bo
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- smc.RunContext(runCtx) }()
+	in := c.newSocketIntake(runCtx)
 	stopped := false
 	defer func() {
 		cancel()
+		// Queued envelopes are abandoned unacknowledged (Slack redelivers
+		// them); running ones finish before the client is gone.
+		if n := in.lanes.Close(); n > 0 {
+			c.log.Info("slack: client stopping; queued envelopes left for Slack to redeliver", "envelopes", n)
+		}
 		if !stopped {
 			<-done
 		}
@@ -145,7 +151,7 @@ func (c *Adapter) runClient(ctx context.Context, sink channels.Sink) (healthy bo
 				return st.healthy, err
 			}
 		case evt := <-smc.Events:
-			c.onEvent(ctx, smc, sink, evt, &st)
+			c.onEvent(ctx, in, smc, sink, evt, &st)
 		}
 	}
 }
@@ -166,8 +172,8 @@ func (c *Adapter) watchdog(now time.Time, st *clientState, tracker *connTracker)
 }
 
 // onEvent follows the connection's state through one socketmode event and
-// hands envelopes to the sink.
-func (c *Adapter) onEvent(ctx context.Context, smc *socketmode.Client, sink channels.Sink, evt socketmode.Event, st *clientState) {
+// queues envelopes for the sink (intake.go).
+func (c *Adapter) onEvent(ctx context.Context, in *socketIntake, smc *socketmode.Client, sink channels.Sink, evt socketmode.Event, st *clientState) {
 	switch evt.Type {
 	case socketmode.EventTypeConnecting:
 		c.ready.Store(false)
@@ -191,7 +197,7 @@ func (c *Adapter) onEvent(ctx context.Context, smc *socketmode.Client, sink chan
 	case socketmode.EventTypeErrorBadMessage:
 		c.ackBadMessage(ctx, smc, evt)
 	case socketmode.EventTypeEventsAPI:
-		c.handleEnvelope(ctx, smc, sink, evt)
+		c.submitEnvelope(ctx, in, smc, sink, evt)
 	case socketmode.EventTypeInteractive, socketmode.EventTypeSlashCommand:
 		// Not used by Switchboard; acknowledge so Slack stops retrying.
 		if evt.Request != nil {
@@ -201,8 +207,9 @@ func (c *Adapter) onEvent(ctx context.Context, smc *socketmode.Client, sink chan
 }
 
 // handleEnvelope turns an events_api envelope into a message, hands it to the
-// sink and acknowledges it only when Handle succeeded (or nothing needed handling).
-func (c *Adapter) handleEnvelope(ctx context.Context, smc *socketmode.Client, sink channels.Sink, evt socketmode.Event) {
+// sink and acknowledges it (with ackCtx, the client's context) only when
+// Handle succeeded (or nothing needed handling). It runs in the envelope's lane.
+func (c *Adapter) handleEnvelope(ctx, ackCtx context.Context, smc *socketmode.Client, sink channels.Sink, evt socketmode.Event) {
 	if evt.Request == nil {
 		return
 	}
@@ -222,8 +229,8 @@ func (c *Adapter) handleEnvelope(ctx context.Context, smc *socketmode.Client, si
 		c.log.Debug("slack: acknowledged a redelivered envelope", "envelope", req.EnvelopeID,
 			"retry_attempt", req.RetryAttempt, "retry_reason", req.RetryReason)
 	}
-	if err := smc.AckCtx(ctx, req.EnvelopeID, nil); err != nil {
-		c.log.Warn("slack: ack failed", "envelope", req.EnvelopeID, "err", err)
+	if err := smc.AckCtx(ackCtx, req.EnvelopeID, nil); err != nil {
+		c.log.Warn("slack: ack failed; Slack will redeliver the envelope", "envelope", req.EnvelopeID, "err", err)
 	}
 }
 

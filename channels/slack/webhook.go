@@ -107,9 +107,10 @@ func (c *Adapter) serveEvents(w http.ResponseWriter, r *http.Request) {
 		c.log.Debug("slack: redelivered event", "retry_num", n, "retry_reason", r.Header.Get("X-Slack-Retry-Reason"))
 	}
 	ctx := r.Context()
-	// Serialize conversion and Handle so messages reach the sink in arrival order.
-	c.handleMu.Lock()
-	defer c.handleMu.Unlock()
+	// Serialize conversion and Handle per channel, so one channel's messages
+	// reach the sink one at a time while other channels proceed.
+	unlock := c.chatMu.Lock(eventChat(ev))
+	defer unlock()
 	msg, deliver := c.normalize(ctx, ev)
 	if deliver {
 		if err := sink.Handle(ctx, msg); err != nil {

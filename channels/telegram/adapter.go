@@ -4,7 +4,7 @@
 // the delivery primitives (Send, Edit, typing). Everything that must behave the
 // same on every platform — dedup, access control, group gating, commands,
 // retries, the outbox — is the shared handler's job (channels/hub), not this
-// package's. It imports only channels and channels/markup of the project.
+// package's. It imports only channels, channels/markup and the leaf internal/redact of the project.
 //
 // Files: adapter.go (Adapter, Options and their defaults and validation, New,
 // Run), inbound.go (update → channels.Message, media download), send.go
@@ -56,7 +56,9 @@
 //   - Pacing: sends wait on a per-chat limiter (default 1/s) and a global one
 //     (default 30/s); edits wait on the global one only (the handler already
 //     throttles them per chat with EditInterval). Telegram's stricter 20/min
-//     for groups is left to 429 handling (retry_after) in the handler.
+//     for groups is left to 429 handling (retry_after) in the handler. The
+//     daemon sets the rates and bursts from channels.telegram.rate (0 there
+//     means rate.Inf: unpaced), for a paid-broadcast bot or a test server.
 package telegram
 
 import (
@@ -76,6 +78,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/internal/redact"
 )
 
 // Name is the channel's address prefix.
@@ -139,14 +142,14 @@ type Options struct {
 // String describes the options without secrets.
 func (o Options) String() string {
 	return fmt.Sprintf("telegram.Options{APIURL:%q Mode:%q WebhookURL:%q Token:%s WebhookSecret:%s}",
-		redactURL(o.APIURL), o.Mode, redactURL(o.WebhookURL), masked(o.Token), masked(o.WebhookSecret))
+		redact.URL(o.APIURL), o.Mode, redact.URL(o.WebhookURL), masked(o.Token), masked(o.WebhookSecret))
 }
 
 // LogValue keeps the token and webhook secret out of structured logs.
 func (o Options) LogValue() slog.Value {
 	return slog.GroupValue(
-		slog.String("api_url", redactURL(o.APIURL)), slog.String("mode", o.Mode),
-		slog.String("webhook_url", redactURL(o.WebhookURL)),
+		slog.String("api_url", redact.URL(o.APIURL)), slog.String("mode", o.Mode),
+		slog.String("webhook_url", redact.URL(o.WebhookURL)),
 		slog.String("token", masked(o.Token)), slog.String("webhook_secret", masked(o.WebhookSecret)),
 	)
 }
@@ -431,32 +434,4 @@ func (c *Adapter) registerCommands(ctx context.Context) {
 	if _, err := c.bot.SetMyCommands(cctx, &bot.SetMyCommandsParams{Commands: cmds}); err != nil {
 		c.log.Warn("setMyCommands failed; the command menu may be stale", "err", c.redact(err))
 	}
-}
-
-// redactURL prints a configured URL without credentials: the user info and
-// every query value and fragment are replaced by "[redacted]". (Adapters
-// import only package channels, so this does not use internal/redact.)
-func redactURL(raw string) string {
-	if raw == "" {
-		return ""
-	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		if strings.ContainsAny(raw, "@?#") {
-			return "[redacted URL]"
-		}
-		return raw
-	}
-	if u.User != nil {
-		u.User = url.User("[redacted]")
-	}
-	q := u.Query()
-	for k := range q {
-		q[k] = []string{"[redacted]"}
-	}
-	u.RawQuery = strings.ReplaceAll(q.Encode(), "%5Bredacted%5D", "[redacted]")
-	if u.Fragment != "" {
-		u.Fragment, u.RawFragment = "[redacted]", ""
-	}
-	return strings.ReplaceAll(u.String(), "%5Bredacted%5D", "[redacted]")
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/internal/redact"
 )
 
 // maxWebhookBody bounds one webhook delivery; updates are a few KiB.
@@ -96,7 +97,7 @@ func (c *Adapter) runWebhook(ctx context.Context, sink channels.Sink) error {
 		return fmt.Errorf("telegram: setWebhook: %w", c.redact(err))
 	}
 	c.ready.Store(true)
-	c.log.Info("webhook set", "url", redactURL(c.opts.WebhookURL))
+	c.log.Info("webhook set", "url", redact.URL(c.opts.WebhookURL))
 	<-ctx.Done()
 	return nil
 }

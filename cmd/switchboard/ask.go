@@ -62,7 +62,7 @@ answered by the daemon (through its admin API); otherwise on the store directly.
 				if err != nil {
 					return err
 				}
-				defer core.Store.Close()
+				defer core.Close()
 				answer, err = daemon.Ask(cmd.Context(), core.Agent, core.Store, core.Personas, req)
 				if err != nil {
 					return localErr(err)

@@ -23,7 +23,7 @@ func (a *app) promptCore(cfg *config.Config) (core *daemon.Core, release func(),
 		if err != nil {
 			return nil, nil, err
 		}
-		return core, func() { core.Store.Close() }, nil
+		return core, func() { core.Close() }, nil
 	}
 	tmp, err := os.MkdirTemp("", "switchboard-prompt-")
 	if err != nil {
@@ -40,7 +40,7 @@ func (a *app) promptCore(cfg *config.Config) (core *daemon.Core, release func(),
 		return nil, nil, err
 	}
 	return core, func() {
-		core.Store.Close()
+		core.Close()
 		os.RemoveAll(tmp)
 	}, nil
 }

@@ -119,6 +119,8 @@ func TestDefaultEveryKey(t *testing.T) {
 		"agent.max_message_chars":           "16000",
 		"agent.max_turn_chars":              "48000",
 		"agent.max_answer_chunks":           "8",
+		"agent.require_approval":            "[]",
+		"agent.approval_timeout":            "5m",
 		"agent.tools":                       "[current_time, web_fetch, memory, schedule, send_message, skill]",
 		"agent.web_fetch.allow_domains":     "[]",
 		"agent.web_fetch.max_bytes":         "1048576",
@@ -177,6 +179,13 @@ func TestDefaultEveryKey(t *testing.T) {
 		"retention.audit_max_records":       "100000",
 		"retention.runs_per_job":            "100",
 		"storage.backend":                   "bolt",
+		"mcp.servers":                       "{}",
+
+		// send pacing (rate.go)
+		"channels.telegram.rate.per_chat":       "1",
+		"channels.telegram.rate.per_chat_burst": "1",
+		"channels.telegram.rate.global":         "30",
+		"channels.telegram.rate.global_burst":   "30",
 	}
 	keys := leafKeys(reflectTypeOfConfig(), "")
 	for _, k := range keys {

@@ -56,6 +56,7 @@ func Default() *Config {
 			RunsPerJob:      100,
 		},
 		Storage: Storage{Backend: "bolt"},
+		MCP:     MCP{Servers: map[string]MCPServer{}},
 	}
 }
 
@@ -87,6 +88,8 @@ func defaultAgent() Agent {
 		MaxMessageChars:    16000,
 		MaxTurnChars:       48000,
 		MaxAnswerChunks:    8,
+		RequireApproval:    []string{},
+		ApprovalTimeout:    5 * time.Minute,
 		Tools:              []string{"current_time", "web_fetch", "memory", "schedule", "send_message", "skill"},
 		WebFetch: WebFetch{
 			AllowDomains: []string{},
@@ -104,6 +107,7 @@ func defaultChannels() Channels {
 			Mode:          "polling",
 			EditInterval:  time.Second,
 			MaxMediaBytes: 10 * mib,
+			Rate:          defaultTelegramRate(),
 		},
 		Discord: Discord{
 			Guilds:        []string{},

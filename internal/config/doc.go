@@ -33,7 +33,10 @@
 //     its line is reported at that line and column, a tab in the indentation
 //     at its line and column with a hint to use spaces; the parser's own words
 //     follow in parentheses.
-//   - Tool names in agent.tools must be built-in tools (BuiltinTools). Persona
+//   - Tool names in agent.tools must be built-in tools (BuiltinTools), MCP
+//     tools of a configured server (<server>__<tool>, mcp.servers) or valid
+//     globs such as github__* (ToolNameProblem; built-ins are enabled by exact
+//     name, globs admit MCP tools). Persona
 //     names cannot be checked here (the personas directory is not read by
 //     this package): internal/daemon.LoadPersonaSet checks them with
 //     Config.ErrorAt, so they too carry file:line, at validate, start and reload.

@@ -102,6 +102,7 @@ func Parse(path string, data []byte, env func(string) (string, bool)) (*Config, 
 		d.decodeStruct(root, reflect.ValueOf(cfg).Elem(), "")
 	}
 	d.applyEnvDefaults(cfg)
+	cfg.mcpDefaults()
 	if len(d.errs) > 0 {
 		return nil, errors.Join(d.errs...)
 	}

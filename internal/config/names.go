@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 )
 
@@ -47,10 +46,9 @@ func unknownName(what, name string, known []string) string {
 func UnknownName(what, name string, known []string) string { return unknownName(what, name, known) }
 
 func (v *validator) tools(key string, list []string) {
-	known := BuiltinTools()
 	for i, t := range list {
-		if nameRe.MatchString(t) && !slices.Contains(known, t) {
-			v.fail(fmt.Sprintf("%s[%d]", key, i), "%s", unknownName("tool", t, known))
+		if msg := v.c.ToolNameProblem(t); msg != "" && (nameRe.MatchString(t) || isGlob(t) || strings.Contains(t, MCPToolSep)) {
+			v.fail(fmt.Sprintf("%s[%d]", key, i), "%s", msg)
 		}
 	}
 }
@@ -58,3 +56,19 @@ func (v *validator) tools(key string, list []string) {
 // EnvVarFor returns the environment variable a key defaults to
 // (llm.api_key → OPENAI_API_KEY), or "" when it has none.
 func EnvVarFor(key string) string { return envDefaultFor(key) }
+
+// toolGlobs checks a list of tool names or globs used by the approval rules
+// (agent.require_approval, jobs[].approve): no empty entry, every glob valid,
+// every name a known tool (a typo would silently match nothing).
+func (v *validator) toolGlobs(key string, list []string) {
+	for i, t := range list {
+		k := fmt.Sprintf("%s[%d]", key, i)
+		switch {
+		case strings.TrimSpace(t) == "":
+			v.fail(k, "is empty: list a tool name or a glob such as github__delete_*")
+		case !nameRe.MatchString(t) && !isGlob(t) && !strings.Contains(t, MCPToolSep):
+			v.fail(k, "tool name %q must use only a-z, 0-9, _ and - (or be a glob such as github__*)", truncate(t, 60))
+		}
+	}
+	v.tools(key, list)
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"reflect"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -301,7 +302,12 @@ func toNode(v reflect.Value) *yaml.Node {
 		return n
 	case reflect.Map:
 		n := &yaml.Node{Kind: yaml.MappingNode}
-		for _, k := range sortedKeys(v.Interface().(map[string]string)) {
+		keys := make([]string, 0, v.Len())
+		for _, k := range v.MapKeys() {
+			keys = append(keys, k.String())
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
 			n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: k}, toNode(v.MapIndex(reflect.ValueOf(k))))
 		}
 		if len(n.Content) == 0 {

@@ -22,6 +22,7 @@ type Config struct {
 	Log       Log       `yaml:"log"`
 	Retention Retention `yaml:"retention"`
 	Storage   Storage   `yaml:"storage"`
+	MCP       MCP       `yaml:"mcp"`
 
 	// Path is the file the configuration was loaded from ("" for Default()).
 	Path string `yaml:"-"`
@@ -86,6 +87,15 @@ type Agent struct {
 	// drafts, the final answer, job and heartbeat deliveries) may take; a
 	// longer answer is cut and ends with a "truncated" note.
 	MaxAnswerChunks int `yaml:"max_answer_chunks"`
+	// RequireApproval lists tools (names or globs such as github__delete_*)
+	// whose calls wait for /approve in the chat; MCP tools annotated
+	// destructive (and not read-only) always do. Jobs and heartbeat turns
+	// cannot wait: there such calls are denied unless a job lists the tool
+	// in its approve list.
+	RequireApproval []string `yaml:"require_approval"`
+	// ApprovalTimeout is how long a call waits for /approve or /deny before
+	// it is refused.
+	ApprovalTimeout time.Duration `yaml:"approval_timeout"`
 }
 
 // WebFetch configures the web_fetch tool.
@@ -148,6 +158,7 @@ type Telegram struct {
 	WebhookSecret Secret        `yaml:"webhook_secret"`
 	EditInterval  time.Duration `yaml:"edit_interval"`
 	MaxMediaBytes int           `yaml:"max_media_bytes"`
+	Rate          Rate          `yaml:"rate"` // send pacing (rate.go)
 }
 
 // Discord configures the Discord adapter.
@@ -197,6 +208,9 @@ type Job struct {
 	DeliverTo []string      `yaml:"deliver_to"`
 	Misfire   string        `yaml:"misfire"` // skip | run_once
 	Grace     time.Duration `yaml:"grace"`
+	// Approve lists tools (names or globs) that need approval which this
+	// task may call anyway: a job cannot wait for anyone's /approve.
+	Approve []string `yaml:"approve"`
 }
 
 // Location returns the job's time zone, or fallback when the job has none.

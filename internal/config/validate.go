@@ -97,6 +97,7 @@ func (c *Config) Validate() error {
 	v.jobs()
 	v.server()
 	v.logAndRetention()
+	v.mcp()
 	return errors.Join(v.errs...)
 }
 
@@ -256,11 +257,13 @@ func (v *validator) agent() {
 	v.positive("agent.max_message_chars", a.MaxMessageChars)
 	v.positive("agent.max_turn_chars", a.MaxTurnChars)
 	v.positive("agent.max_answer_chunks", a.MaxAnswerChunks)
+	v.positiveDur("agent.approval_timeout", a.ApprovalTimeout)
+	v.toolGlobs("agent.require_approval", a.RequireApproval)
 	seen := map[string]bool{}
 	for i, t := range a.Tools {
 		key := fmt.Sprintf("agent.tools[%d]", i)
-		if !nameRe.MatchString(t) {
-			v.fail(key, "tool name %q must use only a-z, 0-9, _ and -", truncate(t, 60))
+		if !nameRe.MatchString(t) && !isGlob(t) && !strings.Contains(t, MCPToolSep) {
+			v.fail(key, "tool name %q must use only a-z, 0-9, _ and - (or be a glob such as github__*)", truncate(t, 60))
 		} else if seen[t] {
 			v.fail(key, "tool %q is listed twice", t)
 		}
@@ -342,6 +345,7 @@ func (v *validator) channels() {
 	v.httpURL("channels.telegram.webhook_url", t.WebhookURL)
 	v.nonNegativeDur("channels.telegram.edit_interval", t.EditInterval)
 	v.nonNegative("channels.telegram.max_media_bytes", t.MaxMediaBytes)
+	v.rate("channels.telegram.rate", t.Rate)
 	if t.Enabled {
 		v.required("channels.telegram.token", t.Token.IsSet(), "channels.telegram is enabled")
 		if t.Mode == "webhook" {
@@ -472,6 +476,7 @@ func (v *validator) jobs() {
 		v.targets(key+".deliver_to", j.DeliverTo)
 		v.oneOf(key+".misfire", j.Misfire, "skip", "run_once")
 		v.nonNegativeDur(key+".grace", j.Grace)
+		v.toolGlobs(key+".approve", j.Approve)
 	}
 }
 

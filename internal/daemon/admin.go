@@ -142,6 +142,30 @@ func BuildPrompt(ctx context.Context, ag *agent.Agent, res *hub.Resolver, target
 	return PromptView{Persona: req.Persona, System: system, Runtime: runtime}, nil
 }
 
+// maxQuestionForm bounds the form that carries one question: a question of
+// maxAskBytes is up to three times that size form-encoded (every byte of a
+// non-Latin script becomes %XX), plus the other fields.
+const maxQuestionForm = 3*maxAskBytes + 64<<10
+
+// parseQuestionForm reads r's form, at most maxQuestionForm bytes. A bigger
+// body is answered 413 naming the limit, any other unreadable form 400 (a
+// form left unparsed would read as empty and be refused for a wrong reason);
+// it reports whether the handler may go on.
+func parseQuestionForm(w http.ResponseWriter, r *http.Request) bool {
+	r.Body = http.MaxBytesReader(w, r.Body, maxQuestionForm)
+	err := r.ParseForm()
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		http.Error(w, fmt.Sprintf("the request is over %d bytes: a question is at most %d bytes", maxQuestionForm, maxAskBytes), http.StatusRequestEntityTooLarge)
+		return false
+	case err != nil:
+		writeJSON(w, nil, badRequest("unreadable form: %v", err))
+		return false
+	}
+	return true
+}
+
 // registerAdminAPI adds this file's endpoints; wrap is the admin middleware.
 func (d *Daemon) registerAdminAPI(mux *http.ServeMux, wrap func(http.Handler) http.Handler) {
 	for pattern, h := range map[string]http.HandlerFunc{
@@ -238,7 +262,9 @@ func (d *Daemon) servePrompt(w http.ResponseWriter, r *http.Request) {
 }
 
 func (d *Daemon) serveAsk(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, 2*maxAskBytes)
+	if !parseQuestionForm(w, r) {
+		return
+	}
 	req := AskRequest{Session: r.FormValue("session"), Persona: r.FormValue("persona"), Text: r.FormValue("text"),
 		NoTools: r.FormValue("no_tools") == "1", New: r.FormValue("new") == "1"}
 	answer, err := Ask(r.Context(), d.Agent(), d.store, d.personas, req)
@@ -299,7 +325,9 @@ const chatPoll = 20 * time.Millisecond
 // line is handled. A client that goes away mid-answer (Ctrl-C) stops the
 // turn like /stop: it is not answered later.
 func (d *Daemon) serveChat(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, 2*maxAskBytes)
+	if !parseQuestionForm(w, r) {
+		return
+	}
 	text := strings.TrimSpace(r.FormValue("text"))
 	chat := r.FormValue("chat")
 	if chat == "" {

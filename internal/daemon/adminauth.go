@@ -3,6 +3,8 @@ package daemon
 import (
 	"net"
 	"net/http"
+	"net/url"
+	"strings"
 
 	"github.com/switchboard-bot/switchboard/internal/config"
 )
@@ -21,10 +23,17 @@ import (
 //     daemon logs at start that token-less admin access is off;
 //   - the TCP peer is a loopback address (not merely the listen address);
 //   - the request carries none of the headers a proxy adds (Forwarded,
-//     X-Forwarded-For, X-Real-IP, X-Forwarded-Host, X-Forwarded-Proto).
+//     X-Forwarded-For, X-Real-IP, X-Forwarded-Host, X-Forwarded-Proto);
+//   - it was not sent by a browser on behalf of another site: its Host is
+//     localhost or a loopback address (a DNS-rebound name such as
+//     evil.example resolving to 127.0.0.1 is refused), an Origin header, if
+//     any, is this very host (not "null", not another port), and
+//     Sec-Fetch-Site, if any, is "same-origin" or "none". Otherwise any web
+//     page the operator visits could POST a form to /admin/pairing/approve
+//     with its author's own pairing code, or read the sessions.
 //
-// A request turned away for coming through a proxy gets 403, any other
-// request without a valid token 401.
+// A request turned away for coming through a proxy or from another site gets
+// 403, any other request without a valid token 401.
 
 // proxyHeaders mark a request that came through a reverse proxy.
 var proxyHeaders = []string{"Forwarded", "X-Forwarded-For", "X-Real-Ip", "X-Forwarded-Host", "X-Forwarded-Proto"}
@@ -62,6 +71,40 @@ func fromLoopbackPeer(r *http.Request) bool {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		return false
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// crossSite reports whether r was sent by a browser for another site, or
+// reached the daemon under a name that is not loopback (DNS rebinding).
+func crossSite(r *http.Request) bool {
+	if r.Host != "" && !loopbackHost(r.Host) {
+		return true
+	}
+	if o, ok := r.Header["Origin"]; ok {
+		u, err := url.Parse(o[0])
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host != r.Host {
+			return true
+		}
+	}
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "", "same-origin", "none":
+		return false
+	}
+	return true
+}
+
+// loopbackHost reports whether hostport (a Host header) names localhost or a
+// loopback address.
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
+	if strings.EqualFold(host, "localhost") {
+		return true
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()

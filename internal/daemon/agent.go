@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/switchboard-bot/switchboard/agent"
+	"github.com/switchboard-bot/switchboard/agent/mcp"
 	"github.com/switchboard-bot/switchboard/agent/tools"
 	"github.com/switchboard-bot/switchboard/channels/hub"
 	"github.com/switchboard-bot/switchboard/internal/config"
@@ -21,6 +22,15 @@ type Core struct {
 	Personas *hub.Resolver
 	Tools    *agent.Registry
 	Agent    *agent.Agent
+	// MCP runs the mcp.servers and keeps their tools in Tools; Close stops
+	// them (and their child processes).
+	MCP *mcp.Manager
+}
+
+// Close stops the MCP servers and closes the store.
+func (c *Core) Close() error {
+	c.MCP.Close()
+	return c.Store.Close()
 }
 
 // BuildCore opens the store, loads the personas (writing the defaults on
@@ -45,12 +55,13 @@ func BuildCore(cfg *config.Config, log *slog.Logger, client *http.Client) (*Core
 		store.Close()
 		return nil, err
 	}
-	ag, err := NewAgent(cfg, AgentDeps{Sessions: store, Notes: store, Personas: res, Tools: reg}, log, client)
+	ag, err := NewAgent(cfg, AgentDeps{Sessions: store, Notes: store, Personas: res, Tools: reg, Auditor: store}, log, client)
 	if err != nil {
 		store.Close()
 		return nil, err
 	}
-	return &Core{Store: store, Personas: res, Tools: reg, Agent: ag}, nil
+	m := startMCP(cfg, reg, log)
+	return &Core{Store: store, Personas: res, Tools: reg, Agent: ag, MCP: m}, nil
 }
 
 // loadPersonas writes the default persona files on first run and loads the
@@ -80,7 +91,11 @@ type AgentDeps struct {
 	Notes    agent.NotesSource // the chats' long-term notes (and compaction summaries)
 	Personas agent.PersonaSource
 	Tools    *agent.Registry
-	Approve  agent.ApproveFunc
+	// Approve overrides the approval policy built from agent.require_approval
+	// (approval.go); nil = that policy.
+	Approve agent.ApproveFunc
+	// Auditor records the approval decisions made without asking (jobs).
+	Auditor Auditor
 }
 
 // NewAgent builds the agent from config: the model endpoint and the loop's limits.
@@ -115,7 +130,7 @@ func NewAgent(cfg *config.Config, deps AgentDeps, log *slog.Logger, client *http
 		Notes:             deps.Notes,
 		Personas:          deps.Personas,
 		Tools:             deps.Tools,
-		Approve:           deps.Approve,
+		Approve:           approveFunc(cfg, deps, log),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("build the agent: %w", err)

@@ -121,6 +121,7 @@ func New(ctx context.Context, o Options) (*Daemon, error) {
 		MaxConcurrentTurns: cfg.Agent.MaxConcurrentTurns,
 		MaxMessageChars:    cfg.Agent.MaxMessageChars,
 		MaxTurnChars:       cfg.Agent.MaxTurnChars,
+		ApprovalTimeout:    cfg.Agent.ApprovalTimeout,
 		Outbound:           hub.NewOutbound(core.Store, hub.OutboundOptions{Logger: o.Logger, Observer: d.metrics, MaxChunks: cfg.Agent.MaxAnswerChunks}),
 		Observer:           d.metrics,
 		Personas:           core.Personas,
@@ -131,7 +132,7 @@ func New(ctx context.Context, o Options) (*Daemon, error) {
 		Now:                o.Now,
 	})
 	if err := d.buildScheduler(core); err != nil {
-		core.Store.Close()
+		core.Close()
 		return nil, err
 	}
 	d.metrics.Gauge("switchboard_queue_depth", "Messages waiting in session queues.",
@@ -140,7 +141,7 @@ func New(ctx context.Context, o Options) (*Daemon, error) {
 		func() float64 { return float64(d.handler.Stats().ActiveSessions) })
 	chs, err := d.buildChannels(ctx)
 	if err != nil {
-		core.Store.Close()
+		core.Close()
 		return nil, err
 	}
 	d.chans = append(chs, o.Channels...)
@@ -196,7 +197,7 @@ func (d *Daemon) Ready() <-chan struct{} { return d.ready }
 // store. It returns an error only if the daemon could not start.
 func (d *Daemon) Run(ctx context.Context) error {
 	if err := d.startHTTP(); err != nil {
-		d.store.Close()
+		d.Close()
 		return err
 	}
 	if n, err := d.handler.Replay(ctx); err != nil {
@@ -238,6 +239,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	for _, sup := range d.supervisors() {
 		sup.stop()
 	}
+	d.core.MCP.Close() // every MCP child process, reaped
 	cancelChannels()
 	background.Wait()
 	d.stopHTTP()
@@ -315,7 +317,7 @@ func (d *Daemon) supervisorsByName() map[string]*supervisor {
 }
 
 // Close releases a daemon that was built but never run (CLI one-offs).
-func (d *Daemon) Close() error { return d.store.Close() }
+func (d *Daemon) Close() error { d.core.MCP.Close(); return d.store.Close() }
 
 // Metrics returns the daemon's metrics.
 func (d *Daemon) Metrics() *metrics.Metrics { return d.metrics }

@@ -42,6 +42,7 @@ func (d *Daemon) startHTTP() error {
 	mux.Handle("GET /admin/pairing", d.admin(http.HandlerFunc(d.servePairingList)))
 	mux.Handle("POST /admin/pairing/approve", d.admin(http.HandlerFunc(d.servePairingApprove)))
 	mux.Handle("GET /admin/jobs", d.admin(http.HandlerFunc(d.serveJobs)))
+	mux.Handle("GET /admin/mcp", d.admin(http.HandlerFunc(d.serveMCP)))
 	mux.Handle("POST /admin/jobs/{action}", d.admin(http.HandlerFunc(d.serveJobAction)))
 	d.registerAdminAPI(mux, d.admin)
 	ln, err := net.Listen("tcp", listen)
@@ -112,13 +113,17 @@ func (d *Daemon) admin(next http.Handler) http.Handler {
 	tokenless := tokenlessAdmin(d.config())
 	local := d.localToken
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !tokenless || !fromLoopbackPeer(r) || viaProxy(r) {
+		if !tokenless || !fromLoopbackPeer(r) || viaProxy(r) || crossSite(r) {
 			got := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
 			okToken := token != "" && subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1
 			okLocal := local != "" && subtle.ConstantTimeCompare([]byte(got), []byte(local)) == 1
 			if !okToken && !okLocal {
 				if tokenless && viaProxy(r) {
 					http.Error(w, "admin endpoints are not served through a proxy without a token: set server.admin_token (Authorization: Bearer …)", http.StatusForbidden)
+					return
+				}
+				if tokenless && crossSite(r) {
+					http.Error(w, "admin endpoints are not served to other sites (Origin, Sec-Fetch-Site or a Host that is not loopback) without a token: use the CLI, or send Authorization: Bearer …", http.StatusForbidden)
 					return
 				}
 				http.Error(w, "admin endpoints need server.admin_token (Authorization: Bearer …)", http.StatusUnauthorized)

@@ -57,13 +57,12 @@ func CheckPersonas(cfg *config.Config, set *personas.Set) error {
 	for i, j := range cfg.Jobs {
 		check(fmt.Sprintf("jobs[%d].persona", i), j.Persona)
 	}
-	known := config.BuiltinTools()
 	for _, n := range names {
 		per, _ := set.Get(n)
 		for _, t := range per.Tools {
-			if !slices.Contains(known, t) {
+			if msg := cfg.ToolNameProblem(t); msg != "" {
 				errs = append(errs, &config.Error{File: per.File, Line: toolLine(per.File, t), Key: "tools",
-					Msg: "tools: " + config.UnknownName("tool", t, known)})
+					Msg: "tools: " + msg})
 			}
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"golang.org/x/time/rate"
+
 	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/channels/discord"
 	"github.com/switchboard-bot/switchboard/channels/slack"
@@ -72,6 +74,8 @@ func (d *Daemon) buildPlatform(cfg *config.Config, name string) (channels.Channe
 			Token: c.Telegram.Token.Value(), APIURL: c.Telegram.APIURL, Mode: c.Telegram.Mode, WebhookURL: c.Telegram.WebhookURL,
 			WebhookSecret: c.Telegram.WebhookSecret.Value(), EditInterval: c.Telegram.EditInterval,
 			MaxMediaBytes: int64(c.Telegram.MaxMediaBytes), HTTPClient: d.opts.HTTPClient, Logger: d.log,
+			PerChatRate: sendRate(c.Telegram.Rate.PerChat), PerChatBurst: c.Telegram.Rate.PerChatBurst,
+			GlobalRate: sendRate(c.Telegram.Rate.Global), GlobalBurst: c.Telegram.Rate.GlobalBurst,
 		})
 	case "discord":
 		ch, err = discord.New(discord.Options{
@@ -95,4 +99,13 @@ func (d *Daemon) buildPlatform(cfg *config.Config, name string) (channels.Channe
 		return nil, fmt.Errorf("channels.%s: %w", name, err)
 	}
 	return ch, nil
+}
+
+// sendRate turns a configured messages-per-second rate into a limiter rate:
+// 0 (no limit) is rate.Inf, which the adapters read as "unpaced".
+func sendRate(perSecond float64) rate.Limit {
+	if perSecond <= 0 {
+		return rate.Inf
+	}
+	return rate.Limit(perSecond)
 }

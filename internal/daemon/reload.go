@@ -105,7 +105,12 @@ func (d *Daemon) apply(ctx context.Context, old, next *config.Config) (ReloadRes
 		d.agent.p.Store(newAgent)
 		d.handler.SetInputLimits(next.Agent.MaxMessageChars, next.Agent.MaxTurnChars)
 		d.handler.Outbound().SetMaxChunks(next.Agent.MaxAnswerChunks)
+		d.handler.SetApprovalTimeout(next.Agent.ApprovalTimeout)
 		res.Changed = append(res.Changed, "llm/agent")
+	}
+	if changed(old.MCP, next.MCP) {
+		d.core.MCP.Apply(mcpConfigs(next)) // only the servers that changed
+		res.Changed = append(res.Changed, "mcp")
 	}
 	if err := d.applySchedule(old, next, &res); err != nil {
 		return res, err
@@ -169,7 +174,11 @@ func (d *Daemon) rebuildAgent(old, next *config.Config) (*agent.Agent, error) {
 	if err := registerEnabled(next, reg, d.sched.SendMessageTool(d.sendAllowed)); err != nil {
 		return nil, err
 	}
-	return NewAgent(next, AgentDeps{Sessions: d.store, Notes: d.store, Personas: d.personas, Tools: reg}, d.log, d.opts.HTTPClient)
+	a, err := NewAgent(next, AgentDeps{Sessions: d.store, Notes: d.store, Personas: d.personas, Tools: reg, Auditor: d.store}, d.log, d.opts.HTTPClient)
+	if err == nil {
+		d.core.MCP.Attach(reg, mcpAdmit(next)) // the MCP tools move to the new registry
+	}
+	return a, err
 }
 
 // applyPersonas re-reads the persona files (the directory may have changed

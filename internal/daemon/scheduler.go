@@ -69,7 +69,7 @@ func jobSpecs(list []config.Job) ([]heartbeat.JobSpec, error) {
 	for _, c := range list {
 		s := heartbeat.JobSpec{Name: c.Name, Kind: c.Kind, Schedule: c.Schedule, Timezone: c.Timezone,
 			Persona: c.Persona, Prompt: c.Prompt, Text: c.Text, DeliverTo: slices.Clone(c.DeliverTo),
-			Misfire: c.Misfire, Grace: c.Grace}
+			Misfire: c.Misfire, Grace: c.Grace, Approve: slices.Clone(c.Approve)}
 		if c.At != "" {
 			at, err := time.Parse(time.RFC3339, c.At)
 			if err != nil {

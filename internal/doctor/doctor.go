@@ -229,6 +229,9 @@ func Check(ctx context.Context, opts Options) []Result {
 	if ch.Discord.Enabled {
 		checks = append(checks, netCheck{CheckDiscord, d.checkDiscord})
 	}
+	if len(cfg.MCP.Servers) > 0 {
+		checks = append(checks, netCheck{CheckMCP, d.checkMCP})
+	}
 	netResults := make([]Result, len(checks))
 	var wg sync.WaitGroup
 	for i, c := range checks {
@@ -243,7 +246,7 @@ func Check(ctx context.Context, opts Options) []Result {
 	}
 	wg.Wait()
 	results = append(results, netResults...)
-	if len(checks) == 1 {
+	if len(checks) == 1 || len(checks) == 2 && len(cfg.MCP.Servers) > 0 {
 		results = append(results, Result{Name: CheckChannels, Status: StatusOK,
 			Finding: "no chat platform enabled (" + consoleNote(cfg) + ")"})
 	}

@@ -1,0 +1,51 @@
+package hub
+
+import "github.com/switchboard-bot/switchboard/channels"
+
+// recheckAccess decides the queued items of batch again under the current
+// access policy and pairing approvals when their turn (or command) comes: a
+// message admitted while its sender was allowed waits in the queue behind a
+// running turn, and a config reload in between may have removed the sender
+// (allow_from, mode). Items now ignored or denied are finished without a
+// turn or a reply, like a new message of the sender's would be; items now
+// needing pairing get the sender's pairing code (once) instead of a turn.
+// It returns the items still allowed, in order. A turn already running
+// finishes. Replayed answers (a committed turn, delivery only) were decided
+// at replay and pass unchanged; when the check itself fails (store error)
+// an item keeps the decision it was queued with.
+func (h *Handler) recheckAccess(s *session, batch []item) []item {
+	kept := batch[:0:0]
+	for _, it := range batch {
+		if it.answered || it.decision != channels.Allow {
+			kept = append(kept, it)
+			continue
+		}
+		d, err := h.decide(h.baseCtx, it.msg)
+		if err != nil {
+			h.log.Warn("cannot check a queued message's access again; it keeps the decision it was queued with",
+				"channel", it.msg.Channel, "user", it.msg.UserKey(), "err", err)
+			kept = append(kept, it)
+			continue
+		}
+		switch d {
+		case channels.Allow:
+			kept = append(kept, it)
+		case channels.NeedsPairing:
+			it.decision = d
+			h.pair(s, it)
+		default:
+			reason := "ignored"
+			if d == channels.Deny {
+				h.denied.Add(1)
+				reason = "denied"
+			} else {
+				h.ignored.Add(1)
+			}
+			h.obs.MessageDropped(it.msg.Channel, reason)
+			h.log.Info("dropping a queued message: the access policy no longer allows its sender",
+				"channel", it.msg.Channel, "user", it.msg.UserKey(), "decision", d.String())
+			h.done([]item{it})
+		}
+	}
+	return kept
+}
