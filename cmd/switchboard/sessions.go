@@ -92,8 +92,8 @@ func (a *app) sessionsCmd() *cobra.Command {
 				return nil
 			}
 			return withStore(cfg, func(st memory.Store) error {
-				if err := st.ResetSession(cmd.Context(), args[0]); err != nil {
-					return err
+				if err := daemon.ResetSession(cmd.Context(), st, args[0], "cli", time.Now()); err != nil {
+					return localErr(err)
 				}
 				fmt.Fprintf(a.stdout, "reset %s (the previous conversation is archived)\n", args[0])
 				return nil

@@ -223,15 +223,26 @@ func (d *Daemon) serveSessionExport(w http.ResponseWriter, r *http.Request) {
 
 func (d *Daemon) serveSessionReset(w http.ResponseWriter, r *http.Request) {
 	key := r.FormValue("key")
-	if key == "" {
-		writeJSON(w, nil, badRequest("no session key given"))
-		return
-	}
-	err := d.store.ResetSession(r.Context(), key)
-	if err == nil {
-		_ = d.store.Audit(r.Context(), memory.AuditRecord{Time: d.opts.Now(), Actor: "admin-api", Action: "session.reset", Session: key})
-	}
+	err := ResetSession(r.Context(), d.store, key, "admin-api", d.opts.Now())
 	writeJSON(w, "reset "+key+" (the previous conversation is archived)", err)
+}
+
+// ResetSession archives and clears the session key and audits it as actor;
+// the CLI's store path and the admin API share it. A key with no session is
+// the operator's mistake (ErrBadRequest), not a reset that did nothing.
+func ResetSession(ctx context.Context, st memory.Store, key, actor string, now time.Time) error {
+	if key == "" {
+		return badRequest("no session key given")
+	}
+	if _, ok, err := st.Session(ctx, key); err != nil {
+		return err
+	} else if !ok {
+		return badRequest("no session %q (see `switchboard sessions list`)", key)
+	}
+	if err := st.ResetSession(ctx, key); err != nil {
+		return err
+	}
+	return st.Audit(ctx, memory.AuditRecord{Time: now, Actor: actor, Action: "session.reset", Session: key})
 }
 
 func (d *Daemon) serveAudit(w http.ResponseWriter, r *http.Request) {
