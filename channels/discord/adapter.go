@@ -238,9 +238,6 @@ func New(opts Options) (*Adapter, error) {
 	}
 	opts = opts.withDefaults()
 	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	c := &Adapter{
 		opts:    opts,
 		log:     log.With("channel", Name),
@@ -310,6 +307,9 @@ func (o Options) client() *http.Client {
 // its "Bot " prefix).
 func (o Options) withDefaults() Options {
 	o.Token = bareToken(o.Token)
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
 			*d = v

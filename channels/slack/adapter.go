@@ -184,9 +184,6 @@ func New(opts Options) (*Adapter, error) {
 	}
 	opts = opts.withDefaults()
 	logger := opts.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
 	logger = logger.With("channel", Name)
 	apiOpts := []slackapi.Option{
 		slackapi.OptionHTTPClient(opts.HTTPClient),
@@ -233,6 +230,9 @@ func (o Options) validate() error {
 
 // withDefaults fills the zero fields of validated options.
 func (o Options) withDefaults() Options {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
 	if o.Mode == "" {
 		o.Mode = ModeSocket
 	}

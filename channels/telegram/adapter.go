@@ -204,9 +204,6 @@ func New(opts Options) (*Adapter, error) {
 	}
 	opts = opts.withDefaults()
 	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	log = log.With("channel", Name)
 
 	c := &Adapter{
@@ -271,6 +268,9 @@ func httpURL(s string) bool {
 
 // withDefaults fills the zero fields of validated options.
 func (o Options) withDefaults() Options {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
 	if o.APIURL == "" {
 		o.APIURL = "https://api.telegram.org"
 	}
