@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"time"
 
@@ -47,6 +48,12 @@ type Request struct {
 	// OnEvent, if set, receives streaming events. It is called from the turn's
 	// goroutine and must not block for long.
 	OnEvent func(Event)
+	// Commit, if set, commits the finished turn instead of
+	// Options.Sessions.AppendTurn; it gets the turn's trace so the caller can
+	// store what it decides about the turn (its answer's first send intent,
+	// audit records) in the same transaction (memory.Lifecycle). An error is
+	// returned from ProcessMessage like a failed AppendTurn.
+	Commit func(ctx context.Context, turn memory.Turn, trace []TraceEntry) error
 }
 
 // EventKind says what an Event carries.

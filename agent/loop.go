@@ -153,7 +153,11 @@ func (t *turn) execute(parent context.Context) (Result, error) {
 			turn.Sources = t.req.Sources
 		}
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(parent), 10*time.Second)
-		if err := t.o.Sessions.AppendTurn(cctx, t.req.SessionKey, turn); err != nil {
+		commit := func(ctx context.Context) error { return t.o.Sessions.AppendTurn(ctx, t.req.SessionKey, turn) }
+		if t.req.Commit != nil {
+			commit = func(ctx context.Context) error { return t.req.Commit(ctx, turn, t.tr.entries) }
+		}
+		if err := commit(cctx); err != nil {
 			runErr = errors.Join(runErr, fmt.Errorf("agent: commit turn of %s: %w", t.req.SessionKey, err))
 		}
 		cancel()

@@ -13,6 +13,10 @@
 //     items it answers) in one transaction; LoadHistory reads it back sanitized
 //     (see SanitizeHistory), so the model never sees a tool call without its
 //     result;
+//   - Lifecycle: the turn's commit (turn, answered items, the first send
+//     intent, audit) and each delivery step (receipts, next intents, done
+//     items), one transaction each: with Accept, three writes a message
+//     (lifecycle.go);
 //   - Outbox: a send intent before each platform call, its receipt after;
 //   - Notes, Jobs (jobs and their runs), Audit and KV hold what the agent, the
 //     scheduler, the handler and the CLI keep besides conversations;
@@ -128,6 +132,7 @@ type Maintenance interface {
 // Store is everything a daemon needs from storage.
 type Store interface {
 	Inbox
+	Lifecycle
 	Sessions
 	Outbox
 	Notes

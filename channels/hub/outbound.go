@@ -34,6 +34,20 @@ type Delivery struct {
 	ReplyTo  string // platform message id to reply to (groups)
 	TurnID   string // outbox key; "" = not recorded
 	Markdown string
+	// Done are the inbox items this delivery finishes: with a
+	// memory.Lifecycle store they are cleared in the same transaction as the
+	// last chunk's receipt (deliver reports whether that happened).
+	Done []uint64
+	// Prepared, if set, is the answer's first send intent, committed with the
+	// turn (commit.go): chunk 0 is sent without a write of its own.
+	Prepared *Prepared
+}
+
+// Prepared is the part of a delivery committed with its turn.
+type Prepared struct {
+	Chunks []channels.Chunk // the formatted, capped answer
+	Intent uint64           // the outbox id of chunk 0's intent
+	Paced  bool             // chunk 0's send slot was taken before the commit
 }
 
 // OutboundStats counts what the outbound path did.
@@ -50,6 +64,8 @@ type OutboundStats struct {
 // ambiguous errors are not retried) and edit streamed drafts into the final text.
 type Outbound struct {
 	outbox      Outbox
+	receipts    *receiptOutbox   // outbox, keeping receipts a full disk refused
+	lc          memory.Lifecycle // the store's delivery steps; nil: one write per record
 	log         *slog.Logger
 	sleep       func(ctx context.Context, d time.Duration) error
 	maxAttempts int
@@ -108,10 +124,13 @@ func NewOutbound(outbox Outbox, o OutboundOptions) *Outbound {
 	if o.Observer == nil {
 		o.Observer = nopObserver{}
 	}
+	var ro *receiptOutbox
+	lc, _ := outbox.(memory.Lifecycle)
 	if outbox != nil {
-		outbox = &receiptOutbox{Outbox: outbox} // receipts a full disk refused (receipts.go)
+		ro = &receiptOutbox{Outbox: outbox} // receipts a full disk refused (receipts.go)
+		outbox = ro
 	}
-	out := &Outbound{outbox: outbox, log: o.Logger, sleep: o.Sleep, maxAttempts: o.MaxAttempts,
+	out := &Outbound{outbox: outbox, receipts: ro, lc: lc, log: o.Logger, sleep: o.Sleep, maxAttempts: o.MaxAttempts,
 		baseDelay: o.BaseDelay, maxDelay: o.MaxDelay, maxWait: o.MaxWait, obs: o.Observer}
 	out.SetMaxChunks(o.MaxChunks)
 	return out
@@ -163,10 +182,25 @@ func (o *Outbound) Stats() OutboundStats {
 // with an intent but no receipt (a crash mid-send) is checked with a Verifier
 // channel, else sent again and counted as a resend.
 func (o *Outbound) Deliver(ctx context.Context, ch channels.Channel, d Delivery) ([]string, error) {
+	ids, _, err := o.deliver(ctx, ch, d)
+	return ids, err
+}
+
+// deliver is Deliver reporting whether d.Done was recorded with the last
+// receipt (else the caller clears the items itself).
+func (o *Outbound) deliver(ctx context.Context, ch channels.Channel, d Delivery) ([]string, bool, error) {
+	run := &deliveryRun{o: o, d: d, fold: o.lc != nil}
+	if d.Prepared != nil {
+		ids, err := run.sendPrepared(ctx, ch, d.Prepared)
+		if err != nil {
+			return ids, false, err
+		}
+		return ids, run.finish(ctx), nil
+	}
 	maxChunks := o.MaxChunks()
 	chunks, truncated := capFormat(ch, d.Markdown, maxChunks)
 	if len(chunks) == 0 {
-		return nil, nil
+		return nil, run.finish(ctx), nil
 	}
 	if truncated {
 		o.log.Warn("answer too long; delivering it truncated", "target", d.Target.String(), "turn", d.TurnID,
@@ -174,8 +208,20 @@ func (o *Outbound) Deliver(ctx context.Context, ch channels.Channel, d Delivery)
 	}
 	state, err := o.turnState(ctx, d)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
+	ids, err := run.chunks(ctx, ch, chunks, state)
+	if err != nil {
+		return ids, false, err
+	}
+	run.flush(ctx)
+	o.supersede(ctx, ch, d, len(chunks), state)
+	return ids, run.finish(ctx), nil
+}
+
+// chunks delivers each chunk not yet delivered, in order (see Deliver).
+func (run *deliveryRun) chunks(ctx context.Context, ch channels.Channel, chunks []channels.Chunk, state map[int]chunkRecords) ([]string, error) {
+	o, d := run.o, run.d
 	editor, canEdit := ch.(channels.Editor)
 	ids := make([]string, 0, len(chunks))
 	for i, c := range chunks {
@@ -186,6 +232,7 @@ func (o *Outbound) Deliver(ctx context.Context, ch channels.Channel, d Delivery)
 				ids = append(ids, rec.PlatformID)
 				continue
 			}
+			run.flush(ctx)
 			if err := o.edit(ctx, editor, d, i, rec.PlatformID, c); err != nil {
 				return ids, err
 			}
@@ -193,6 +240,7 @@ func (o *Outbound) Deliver(ctx context.Context, ch channels.Channel, d Delivery)
 			continue
 		}
 		if rec := cr.last; cr.unconfirmed() {
+			run.flush(ctx)
 			if id, ok := o.verify(ctx, ch, d, i, c, rec); ok {
 				if rec.Text != c.Text && canEdit { // a draft's send: make it the answer
 					if err := o.edit(ctx, editor, d, i, id, c); err != nil {
@@ -207,13 +255,12 @@ func (o *Outbound) Deliver(ctx context.Context, ch channels.Channel, d Delivery)
 			o.log.Warn("resending a chunk whose earlier send has no receipt",
 				"target", d.Target.String(), "turn", d.TurnID, "chunk", i)
 		}
-		id, err := o.send(ctx, ch, d, i, c)
+		id, err := run.send(ctx, ch, i, c, 0, false)
 		if err != nil {
 			return ids, err
 		}
 		ids = append(ids, id)
 	}
-	o.supersede(ctx, ch, d, len(chunks), state)
 	return ids, nil
 }
 
@@ -248,50 +295,10 @@ func (o *Outbound) verify(ctx context.Context, ch channels.Channel, d Delivery, 
 	return id, true
 }
 
-// SendChunk sends one chunk of d with retries and outbox records; the streaming
-// path uses it for drafts.
+// send sends one chunk of d with retries and outbox records, each written
+// at once; the streaming path uses it for drafts.
 func (o *Outbound) send(ctx context.Context, ch channels.Channel, d Delivery, i int, c channels.Chunk) (string, error) {
-	paced := false
-	if p, ok := ch.(channels.Pacer); ok {
-		if err := p.WaitSendSlot(ctx, d.Target); err != nil {
-			return "", fmt.Errorf("send to %s: %w", d.Target, err)
-		}
-		paced = true
-	}
-	var recID uint64
-	if o.outbox != nil && d.TurnID != "" {
-		id, err := o.outbox.OutboxIntent(ctx, memory.OutboxRecord{Target: d.Target.String(), TurnID: d.TurnID,
-			Chunk: i, Text: c.Text, Status: OutboxPending})
-		if err != nil {
-			return "", fmt.Errorf("record send intent: %w", err)
-		}
-		recID = id
-	}
-	out := channels.Outgoing{Target: d.Target, Text: c.Text, Plain: c.Plain, ReplyTo: d.ReplyTo, Nonce: nonce(d.TurnID, i), Paced: paced}
-	pid, attempts, err := o.retry(ctx, func(ctx context.Context) (string, error) {
-		s, err := ch.Send(ctx, out)
-		out.Paced = false // a retry waits for a fresh slot
-		return s, err
-	})
-	if recID != 0 {
-		status, errText := OutboxDelivered, ""
-		if err != nil {
-			status, errText = OutboxFailed, err.Error()
-		}
-		// Record the receipt even when ctx was canceled mid-way.
-		if rerr := o.outbox.OutboxResult(context.WithoutCancel(ctx), recID, status, pid, errText); rerr != nil {
-			o.log.Error("record send result", "err", rerr, "turn", d.TurnID)
-		}
-	}
-	if err != nil {
-		o.failed.Add(1)
-		o.obs.Delivery("failed")
-		o.logFailure(ctx, "send", d, i, attempts, err)
-		return "", fmt.Errorf("send to %s: %w", d.Target, err)
-	}
-	o.sent.Add(1)
-	o.obs.ChunkSent(d.Target.Channel)
-	return pid, nil
+	return (&deliveryRun{o: o, d: d}).send(ctx, ch, i, c, 0, false)
 }
 
 func (o *Outbound) edit(ctx context.Context, ed channels.Editor, d Delivery, i int, pid string, c channels.Chunk) error {
@@ -306,10 +313,16 @@ func (o *Outbound) edit(ctx context.Context, ed channels.Editor, d Delivery, i i
 	}
 	o.edited.Add(1)
 	if o.outbox != nil && d.TurnID != "" {
-		id, ierr := o.outbox.OutboxIntent(ctx, memory.OutboxRecord{Target: d.Target.String(), TurnID: d.TurnID,
-			Chunk: i, Text: c.Text, Status: OutboxPending})
-		if ierr == nil {
-			ierr = o.outbox.OutboxResult(ctx, id, OutboxDelivered, pid, "")
+		rec := memory.OutboxRecord{Target: d.Target.String(), TurnID: d.TurnID, Chunk: i, Text: c.Text, Status: OutboxPending}
+		var ierr error
+		if o.lc != nil { // the edit's record in one write
+			rec.Status, rec.PlatformID = OutboxDelivered, pid
+			_, ierr = o.receipts.recordDelivery(ctx, o.lc, memory.DeliveryRecord{Intents: []memory.OutboxRecord{rec}})
+		} else {
+			var id uint64
+			if id, ierr = o.outbox.OutboxIntent(ctx, rec); ierr == nil {
+				ierr = o.outbox.OutboxResult(ctx, id, OutboxDelivered, pid, "")
+			}
 		}
 		if ierr != nil {
 			o.log.Error("record edit", "err", ierr, "turn", d.TurnID)

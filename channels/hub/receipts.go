@@ -66,3 +66,26 @@ func (o *receiptOutbox) OutboxForTurn(ctx context.Context, turnID string) ([]mem
 	}
 	return recs, nil
 }
+
+// recordDelivery writes a delivery step through lc (memory.Lifecycle): one
+// transaction for the receipts, the next intents and the finished items. The
+// receipts of a step the store refused (disk full) are kept like
+// OutboxResult's, so a retried delivery does not take those chunks for
+// sends a crash cut off.
+func (o *receiptOutbox) recordDelivery(ctx context.Context, lc memory.Lifecycle, d memory.DeliveryRecord) ([]uint64, error) {
+	ids, err := lc.RecordDelivery(ctx, d)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, r := range d.Receipts {
+		switch {
+		case err == nil:
+			delete(o.m, r.ID)
+		case IsStorageError(err) && len(o.m) < maxUnrecorded:
+			if o.m == nil {
+				o.m = map[uint64]receipt{}
+			}
+			o.m[r.ID] = receipt{status: r.Status, platformID: r.PlatformID, errText: r.Error}
+		}
+	}
+	return ids, err
+}

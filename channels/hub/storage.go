@@ -253,7 +253,10 @@ type TurnCommitter interface {
 // storage, retrying with backoff. It reports false when it cannot (the store
 // cannot commit turns, the turn produced nothing to store) or gave up (ctx
 // done, the handler closing).
-func (h *Handler) recommit(ctx context.Context, key, turnID string, batch []item, res agent.Result) bool {
+func (h *Handler) recommit(ctx context.Context, key, turnID string, batch []item, res agent.Result, held *turnCommit) bool {
+	if held != nil && held.pending {
+		return h.retryCommit(ctx, func(ctx context.Context) error { return held.recommit(ctx, key) }, turnID)
+	}
 	tc, ok := h.store.(TurnCommitter)
 	if !ok || len(res.Messages) == 0 || res.FinishReason == agent.FinishCanceled {
 		return false
@@ -264,13 +267,19 @@ func (h *Handler) recommit(ctx context.Context, key, turnID string, batch []item
 	if res.FinishReason != agent.FinishAPIError {
 		turn.Sources = ids(batch) // as the agent does: a failed turn does not answer its messages
 	}
+	return h.retryCommit(ctx, func(ctx context.Context) error { return tc.AppendTurn(ctx, key, turn) }, turnID)
+}
+
+// retryCommit runs commit with backoff until it succeeds, fails for a reason
+// other than storage, or ctx ends.
+func (h *Handler) retryCommit(ctx context.Context, commit func(context.Context) error, turnID string) bool {
 	delay := h.retryBase
 	for {
 		if !h.retryWait(ctx, delay) {
 			return false
 		}
 		delay = min(delay*2, h.retryMax)
-		err := tc.AppendTurn(ctx, key, turn)
+		err := commit(ctx)
 		if err == nil {
 			h.storageOK(opCommit)
 			return true

@@ -70,6 +70,28 @@ func (f *fullDisk) OutboxResult(ctx context.Context, id uint64, status, pid, err
 	return f.Store.OutboxResult(ctx, id, status, pid, errText)
 }
 
+// CommitTurn fails like AppendTurn (the turn's commit, issue 19).
+func (f *fullDisk) CommitTurn(ctx context.Context, key string, c memory.TurnCommit) ([]uint64, error) {
+	if err := f.fail(); err != nil {
+		return nil, err
+	}
+	return f.Store.CommitTurn(ctx, key, c)
+}
+
+// RecordDelivery fails like the writes it combines: receipts, intents and,
+// when clearFails, the clearing of inbox items.
+func (f *fullDisk) RecordDelivery(ctx context.Context, d memory.DeliveryRecord) ([]uint64, error) {
+	if f.receipts.Load() && len(d.Receipts) > 0 {
+		return nil, fmt.Errorf("memory: record delivery: %w", &fs.PathError{Op: "write", Path: "/data/switchboard.db", Err: syscall.ENOSPC})
+	}
+	if len(d.Receipts) > 0 || len(d.Intents) > 0 || f.clearFails {
+		if err := f.fail(); err != nil {
+			return nil, err
+		}
+	}
+	return f.Store.RecordDelivery(ctx, d)
+}
+
 func (f *fullDisk) KVPut(ctx context.Context, key string, val []byte) error {
 	if err := f.fail(); err != nil {
 		return err

@@ -189,3 +189,9 @@ func (s *streamer) render(ctx context.Context, text string) {
 		s.drafts[i] = draft{id: id, shown: c.Text}
 	}
 }
+
+// quiet reports, after Stop, whether the streamer neither sent a draft nor
+// found records of an earlier run of the turn.
+func (s *streamer) quiet() bool {
+	return len(s.drafts) == 0 && len(s.prior) == 0
+}

@@ -34,7 +34,9 @@ func (h *Handler) runTurn(s *session, batch []item) {
 		h.mu.Unlock()
 	}()
 
-	res, outcome, err := h.runCommitted(ctx, ch, batch, turnID)
+	tc := &turnCommit{h: h, ch: ch, batch: batch, turnID: turnID, wait: ctx}
+	tc.lc, _ = h.store.(memory.Lifecycle)
+	res, outcome, err := h.runCommitted(ctx, ch, batch, turnID, tc)
 	switch outcome {
 	case turnCanceled:
 		h.finishCanceled(s, batch, last, turnID)
@@ -53,9 +55,17 @@ func (h *Handler) runTurn(s *session, batch []item) {
 		h.deliverAndFinish(last, turnID, h.caps.withTruncationNote(batch, agent.FriendlyError(err)), batch)
 		return
 	}
+	switch {
+	case tc.skipped:
+		return // the commit finished the items (AlreadySent)
+	case tc.prepared != nil:
+		h.deliverD(last, Delivery{Target: target, ReplyTo: replyTo(last), TurnID: turnID, Markdown: tc.answer,
+			Done: ids(batch), Prepared: tc.prepared}, batch)
+		return
+	}
 	answer := res.Text
 	if strings.TrimSpace(answer) == "" {
-		answer = "(I have no answer to that.)"
+		answer = noAnswer
 	}
 	if h.admin != nil && h.admin.AlreadySent(turnID, target.String(), answer) {
 		h.done(batch) // send_message already delivered this very text here
@@ -78,7 +88,7 @@ const (
 // on record and its inbox items stay pending: its result is committed once
 // the store writes again (or, if that cannot be done, it runs again); /stop
 // and Close end the wait.
-func (h *Handler) runCommitted(ctx context.Context, ch channels.Channel, batch []item, turnID string) (agent.Result, turnOutcome, error) {
+func (h *Handler) runCommitted(ctx context.Context, ch channels.Channel, batch []item, turnID string, tc *turnCommit) (agent.Result, turnOutcome, error) {
 	last := batch[len(batch)-1].msg
 	target := last.Target()
 	delay := h.retryBase
@@ -89,11 +99,13 @@ func (h *Handler) runCommitted(ctx context.Context, ch channels.Channel, batch [
 			return agent.Result{}, turnCanceled, nil
 		}
 		started := time.Now()
-		res, err := h.turn(ctx, ch, target, turnID, batch)
+		res, err := h.turn(ctx, ch, target, turnID, batch, tc)
 		<-h.sem
 		h.turns.Add(1)
 		h.obs.TurnDone(last.Channel, res, err, time.Since(started))
-		h.auditTools(last, res)
+		if !tc.used {
+			h.auditTools(last, res) // else the commit carried them
+		}
 		if ctx.Err() != nil || !IsStorageError(err) {
 			if err == nil {
 				h.storageOK(opCommit) // the turn was committed
@@ -101,7 +113,7 @@ func (h *Handler) runCommitted(ctx context.Context, ch channels.Channel, batch [
 			return res, turnRan, err
 		}
 		h.storageFailed(opCommit, err)
-		if h.recommit(ctx, target.String(), turnID, batch, res) {
+		if h.recommit(ctx, target.String(), turnID, batch, res, tc) {
 			if res.FinishReason != agent.FinishAPIError {
 				err = nil
 			}
@@ -118,7 +130,7 @@ func (h *Handler) runCommitted(ctx context.Context, ch channels.Channel, batch [
 
 // turn runs the agent with typing and streaming around it; both always stop
 // when the turn ends.
-func (h *Handler) turn(ctx context.Context, ch channels.Channel, target channels.Target, turnID string, batch []item) (agent.Result, error) {
+func (h *Handler) turn(ctx context.Context, ch channels.Channel, target channels.Target, turnID string, batch []item, tc *turnCommit) (agent.Result, error) {
 	last := batch[len(batch)-1].msg
 	if t, ok := ch.(channels.Typer); ok {
 		stop := t.StartTyping(ctx, target)
@@ -153,6 +165,10 @@ func (h *Handler) turn(ctx context.Context, ch channels.Channel, target channels
 	if h.personas != nil {
 		req.Persona = h.personas.Resolve(ctx, target)
 	}
+	tc.reset(st)
+	if tc.lc != nil {
+		req.Commit = tc.hook
+	}
 	ctx = agent.WithAsker(ctx, h.asker(target, batch[0].msg)) // approval in chat (approval.go)
 	res, err := h.agent.ProcessMessage(ctx, req)
 	if st != nil {
@@ -186,35 +202,44 @@ func (h *Handler) finishCanceled(s *session, batch []item, last channels.Message
 // outbox) is retried with backoff; the items stay pending until it succeeds
 // (or, at shutdown, for the next start).
 func (h *Handler) deliverAndFinish(last channels.Message, turnID, text string, batch []item) {
+	h.deliverD(last, Delivery{Target: last.Target(), ReplyTo: replyTo(last), TurnID: turnID, Markdown: text, Done: ids(batch)}, batch)
+}
+
+// deliverD is deliverAndFinish for a prepared Delivery; d.Done are the
+// batch's items, cleared with the last receipt when the store can (else here).
+func (h *Handler) deliverD(last channels.Message, d Delivery, batch []item) {
 	ctx := h.baseCtx
 	if h.closing() {
 		ctx = context.Background()
 	}
-	ch, ok := h.Channel(last.Channel)
-	if ok {
-		d := Delivery{Target: last.Target(), ReplyTo: replyTo(last), TurnID: turnID, Markdown: text}
+	done := false
+	if ch, ok := h.Channel(last.Channel); ok {
 		deliver := func(ctx context.Context) error {
-			_, err := h.out.Deliver(ctx, ch, d)
+			var err error
+			_, done, err = h.out.deliver(ctx, ch, d)
+			d.Prepared = nil // a retry works from the outbox
 			return err
 		}
 		err := h.storageRetry(ctx, opDeliver, deliver)
 		if moved, ok := movedTo(err); ok {
 			h.moveSession(last.Target(), moved)
-			d = Delivery{Target: moved, TurnID: turnID, Markdown: text}
+			d = Delivery{Target: moved, TurnID: d.TurnID, Markdown: d.Markdown, Done: d.Done}
 			err = h.storageRetry(ctx, opDeliver, deliver)
 		}
 		if err != nil {
 			if IsStorageError(err) {
-				h.log.Info("shutting down while the store cannot write; the answer is delivered at the next start", "turn", turnID)
+				h.log.Info("shutting down while the store cannot write; the answer is delivered at the next start", "turn", d.TurnID)
 				return
 			}
-			h.log.Error("delivery failed", "turn", turnID, "target", last.Target().String(), "err", err)
+			h.log.Error("delivery failed", "turn", d.TurnID, "target", last.Target().String(), "err", err)
 			if ctx.Err() != nil {
 				return // shutting down mid-delivery: replay finishes it
 			}
 		}
 	}
-	h.done(batch)
+	if !done {
+		h.done(batch)
+	}
 }
 
 // movedTo reports the new address of a chat that moved (a Telegram group

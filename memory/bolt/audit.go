@@ -17,15 +17,19 @@ func (s *Store) Audit(ctx context.Context, rec memory.AuditRecord) error {
 		rec.Time = s.now()
 	}
 	return s.batch(ctx, "audit "+rec.Action, func(tx *bbolt.Tx) error {
-		b := tx.Bucket(bAudit)
-		seq, err := b.NextSequence()
-		if err != nil {
-			return fmt.Errorf("audit sequence: %w", err)
-		}
-		r := rec
-		r.ID = seq
-		return putJSON(b, u64(seq), r)
+		return auditTx(tx, rec)
 	})
+}
+
+// auditTx appends rec inside tx.
+func auditTx(tx *bbolt.Tx, rec memory.AuditRecord) error {
+	b := tx.Bucket(bAudit)
+	seq, err := b.NextSequence()
+	if err != nil {
+		return fmt.Errorf("audit sequence: %w", err)
+	}
+	rec.ID = seq
+	return putJSON(b, u64(seq), rec)
 }
 
 // ListAudit returns the records matching f, newest first.

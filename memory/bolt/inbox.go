@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/switchboard-bot/switchboard/memory"
 
@@ -122,14 +123,19 @@ func (s *Store) InboxDone(ctx context.Context, ids ...uint64) error {
 		return nil
 	}
 	return s.batch(ctx, "inbox done", func(tx *bbolt.Tx) error {
-		inbox := tx.Bucket(bInbox)
-		for _, id := range ids {
-			if err := inbox.Delete(u64(id)); err != nil {
-				return fmt.Errorf("delete inbox item %d: %w", id, err)
-			}
-		}
-		return nil
+		return inboxDoneTx(tx, ids)
 	})
+}
+
+// inboxDoneTx deletes the inbox items ids inside tx.
+func inboxDoneTx(tx *bbolt.Tx, ids []uint64) error {
+	inbox := tx.Bucket(bInbox)
+	for _, id := range ids {
+		if err := inbox.Delete(u64(id)); err != nil {
+			return fmt.Errorf("delete inbox item %d: %w", id, err)
+		}
+	}
+	return nil
 }
 
 func outboxTurnKey(turnID string, id uint64) []byte {
@@ -147,37 +153,49 @@ func validOutboxStatus(s string) bool {
 // to r.Target and returns its ID. Status defaults to pending; Created and
 // Updated are set from the store clock.
 func (s *Store) OutboxIntent(ctx context.Context, r memory.OutboxRecord) (uint64, error) {
-	if r.Status == "" {
-		r.Status = memory.OutboxPending
+	r, err := prepareIntent(r, s.now())
+	if err != nil {
+		return 0, err
 	}
-	if !validOutboxStatus(r.Status) {
-		return 0, fmt.Errorf("memory: outbox intent: invalid status %q", r.Status)
-	}
-	now := s.now()
-	r.Created, r.Updated = now, now
 	var id uint64
-	err := s.batch(ctx, "outbox intent for "+r.Target, func(tx *bbolt.Tx) error {
-		id = 0
-		ob := tx.Bucket(bOutbox)
-		seq, err := ob.NextSequence()
-		if err != nil {
-			return fmt.Errorf("outbox sequence: %w", err)
-		}
-		rec := r
-		rec.ID = seq
-		if err := putJSON(ob, u64(seq), rec); err != nil {
-			return err
-		}
-		if err := tx.Bucket(bOutboxTurn).Put(outboxTurnKey(rec.TurnID, seq), nil); err != nil {
-			return fmt.Errorf("outbox index: %w", err)
-		}
-		id = seq
-		return nil
+	err = s.batch(ctx, "outbox intent for "+r.Target, func(tx *bbolt.Tx) error {
+		var err error
+		id, err = putIntentTx(tx, r)
+		return err
 	})
 	if err != nil {
 		return 0, err
 	}
 	return id, nil
+}
+
+// prepareIntent defaults and checks an intent's status and sets its times.
+func prepareIntent(r memory.OutboxRecord, now time.Time) (memory.OutboxRecord, error) {
+	if r.Status == "" {
+		r.Status = memory.OutboxPending
+	}
+	if !validOutboxStatus(r.Status) {
+		return r, fmt.Errorf("memory: outbox intent: invalid status %q", r.Status)
+	}
+	r.Created, r.Updated = now, now
+	return r, nil
+}
+
+// putIntentTx stores a prepared intent inside tx and returns its id.
+func putIntentTx(tx *bbolt.Tx, r memory.OutboxRecord) (uint64, error) {
+	ob := tx.Bucket(bOutbox)
+	seq, err := ob.NextSequence()
+	if err != nil {
+		return 0, fmt.Errorf("outbox sequence: %w", err)
+	}
+	r.ID = seq
+	if err := putJSON(ob, u64(seq), r); err != nil {
+		return 0, err
+	}
+	if err := tx.Bucket(bOutboxTurn).Put(outboxTurnKey(r.TurnID, seq), nil); err != nil {
+		return 0, fmt.Errorf("outbox index: %w", err)
+	}
+	return seq, nil
 }
 
 // OutboxResult records the outcome of the send of outbox record id. An unknown
@@ -201,18 +219,23 @@ func (s *Store) OutboxResult(ctx context.Context, id uint64, status, platformID,
 		return fmt.Errorf("memory: %s: %w", op, memory.ErrNotFound)
 	}
 	return s.batch(ctx, op, func(tx *bbolt.Tx) error {
-		ob := tx.Bucket(bOutbox)
-		var rec memory.OutboxRecord
-		found, err := getJSON(ob, u64(id), &rec)
-		if err != nil {
-			return err
-		}
-		if !found {
-			return memory.ErrNotFound // pruned in between
-		}
-		rec.Status, rec.PlatformID, rec.Error, rec.Updated = status, platformID, errText, now
-		return putJSON(ob, u64(id), rec)
+		return receiptTx(tx, memory.Receipt{ID: id, Status: status, PlatformID: platformID, Error: errText}, now)
 	})
+}
+
+// receiptTx completes outbox record r.ID inside tx; an unknown id is ErrNotFound.
+func receiptTx(tx *bbolt.Tx, r memory.Receipt, now time.Time) error {
+	ob := tx.Bucket(bOutbox)
+	var rec memory.OutboxRecord
+	found, err := getJSON(ob, u64(r.ID), &rec)
+	if err != nil {
+		return err
+	}
+	if !found {
+		return fmt.Errorf("outbox record %d: %w", r.ID, memory.ErrNotFound) // pruned in between
+	}
+	rec.Status, rec.PlatformID, rec.Error, rec.Updated = r.Status, r.PlatformID, r.Error, now
+	return putJSON(ob, u64(r.ID), rec)
 }
 
 // OutboxForTurn returns the outbox records of a turn ordered by ID.

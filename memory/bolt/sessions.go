@@ -57,60 +57,66 @@ func (s *Store) AppendTurn(ctx context.Context, key string, turn memory.Turn) er
 	}
 	now := s.now()
 	return s.batch(ctx, op, func(tx *bbolt.Tx) error {
-		sb, meta, err := openSession(tx, key, now)
-		if err != nil {
-			return err
-		}
-		msgs, err := sb.CreateBucketIfNotExists(bMsgs)
-		if err != nil {
-			return fmt.Errorf("messages bucket: %w", err)
-		}
-		turns, err := sb.CreateBucketIfNotExists(bTurns)
-		if err != nil {
-			return fmt.Errorf("turns bucket: %w", err)
-		}
-		tseq, err := turns.NextSequence()
-		if err != nil {
-			return fmt.Errorf("turn sequence: %w", err)
-		}
-		st := storedTurn{Seq: tseq, ID: turn.ID, Usage: turn.Usage, Started: turn.Started, Ended: turn.Ended,
-			FinishReason: turn.FinishReason, Sources: turn.Sources, Answer: turn.Answer, Count: len(turn.Messages)}
-		for i, m := range turn.Messages {
-			seq, err := msgs.NextSequence()
-			if err != nil {
-				return fmt.Errorf("message sequence: %w", err)
-			}
-			if i == 0 {
-				st.First = seq
-			}
-			if err := putJSON(msgs, u64(seq), storedMessage{Turn: tseq, M: m}); err != nil {
-				return err
-			}
-			if m.Role == memory.RoleUser {
-				t := m.Time
-				if t.IsZero() {
-					t = now
-				}
-				if t.After(meta.LastUserMessage) {
-					meta.LastUserMessage = t
-				}
-			}
-		}
-		if err := putJSON(turns, u64(tseq), st); err != nil {
-			return err
-		}
-		meta.Updated = now
-		meta.Turns++
-		meta.Messages += len(turn.Messages)
-		meta.Usage = meta.Usage.Add(turn.Usage)
-		if turn.ID != "" {
-			meta.LastTurnID = turn.ID
-		}
-		if err := putJSON(sb, kSessMeta, meta); err != nil {
-			return err
-		}
-		return markAnswered(tx, turn)
+		return appendTurnTx(tx, key, turn, now)
 	})
+}
+
+// appendTurnTx writes turn to session key and marks its Sources answered,
+// inside tx (AppendTurn, CommitTurn).
+func appendTurnTx(tx *bbolt.Tx, key string, turn memory.Turn, now time.Time) error {
+	sb, meta, err := openSession(tx, key, now)
+	if err != nil {
+		return err
+	}
+	msgs, err := sb.CreateBucketIfNotExists(bMsgs)
+	if err != nil {
+		return fmt.Errorf("messages bucket: %w", err)
+	}
+	turns, err := sb.CreateBucketIfNotExists(bTurns)
+	if err != nil {
+		return fmt.Errorf("turns bucket: %w", err)
+	}
+	tseq, err := turns.NextSequence()
+	if err != nil {
+		return fmt.Errorf("turn sequence: %w", err)
+	}
+	st := storedTurn{Seq: tseq, ID: turn.ID, Usage: turn.Usage, Started: turn.Started, Ended: turn.Ended,
+		FinishReason: turn.FinishReason, Sources: turn.Sources, Answer: turn.Answer, Count: len(turn.Messages)}
+	for i, m := range turn.Messages {
+		seq, err := msgs.NextSequence()
+		if err != nil {
+			return fmt.Errorf("message sequence: %w", err)
+		}
+		if i == 0 {
+			st.First = seq
+		}
+		if err := putJSON(msgs, u64(seq), storedMessage{Turn: tseq, M: m}); err != nil {
+			return err
+		}
+		if m.Role == memory.RoleUser {
+			t := m.Time
+			if t.IsZero() {
+				t = now
+			}
+			if t.After(meta.LastUserMessage) {
+				meta.LastUserMessage = t
+			}
+		}
+	}
+	if err := putJSON(turns, u64(tseq), st); err != nil {
+		return err
+	}
+	meta.Updated = now
+	meta.Turns++
+	meta.Messages += len(turn.Messages)
+	meta.Usage = meta.Usage.Add(turn.Usage)
+	if turn.ID != "" {
+		meta.LastTurnID = turn.ID
+	}
+	if err := putJSON(sb, kSessMeta, meta); err != nil {
+		return err
+	}
+	return markAnswered(tx, turn)
 }
 
 // markAnswered sets the inbox items of turn.Sources to answered. Items already

@@ -54,6 +54,8 @@ func Run(t *testing.T, open Factory) {
 		{"ConcurrentAcceptOfSameMessageAcceptsOnce", h.testConcurrentAcceptOfSameMessageAcceptsOnce},
 		{"DedupRecordsExpire", h.testDedupRecordsExpire},
 		{"Outbox", h.testOutbox},
+		{"LifecycleThreeWrites", h.testLifecycleThreeWrites},
+		{"LifecycleChunksAndAtomicity", h.testLifecycleChunksAndAtomicity},
 		{"NotesAreIsolatedPerScope", h.testNotesAreIsolatedPerScope},
 		{"AuditFilter", h.testAuditFilter},
 		{"JobsAndRuns", h.testJobsAndRuns},

@@ -1,0 +1,155 @@
+package hub
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/switchboard-bot/switchboard/agent"
+	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/memory"
+)
+
+// The turn's commit (issue 19): with a memory.Lifecycle store the hub commits
+// the turn itself (agent.Request.Commit), and with it, in one transaction,
+// what it decided about the turn — the audit records of its tool calls and the
+// send intent of the answer's first chunk. Delivery then starts with a
+// platform call, and its receipt goes with the inbox items it finishes
+// (deliveryrun.go): Accept, commit, receipt — three writes a message.
+//
+// The first intent is committed only when nothing of the turn is on the
+// platform yet (no streamed draft, no record of an earlier run): otherwise the
+// delivery reads the outbox and works from it as before. Before the commit the
+// hook takes the chat's send slot from a Pacer channel, so the intent is not
+// written long before its platform call; a canceled wait commits without it.
+type turnCommit struct {
+	h      *Handler
+	lc     memory.Lifecycle
+	ch     channels.Channel
+	batch  []item
+	turnID string
+	st     *streamer
+	wait   context.Context // the turn's context, for the pacer
+
+	// Set by hook.
+	used     bool              // the agent committed through the hook
+	pending  bool              // the commit failed; commit holds it for recommit
+	commit   memory.TurnCommit // the commit last tried
+	prepared *Prepared         // the delivery's committed first intent
+	answer   string            // the text prepared for delivery
+	skipped  bool              // AlreadySent: the commit finished the items
+}
+
+// hook is agent.Request.Commit.
+func (tc *turnCommit) hook(ctx context.Context, turn memory.Turn, trace []agent.TraceEntry) error {
+	h := tc.h
+	last := tc.batch[len(tc.batch)-1].msg
+	tc.reset(tc.st)
+	tc.used = true
+	tc.commit = memory.TurnCommit{Turn: &turn, Audit: h.toolAudit(last, trace)}
+	var chunks []channels.Chunk
+	paced := false
+	if len(turn.Sources) > 0 && tc.quiet() {
+		answer := turn.Answer
+		if strings.TrimSpace(answer) == "" {
+			answer = noAnswer
+		}
+		if h.admin != nil && h.admin.AlreadySent(tc.turnID, last.Target().String(), answer) {
+			tc.commit.Done, tc.skipped = ids(tc.batch), true // send_message already delivered this very text here
+		} else {
+			tc.answer = h.caps.withTruncationNote(tc.batch, answer)
+			chunks, paced = tc.firstChunk(last.Target())
+		}
+	}
+	if len(chunks) > 0 {
+		tc.commit.Intents = []memory.OutboxRecord{{Target: last.Target().String(), TurnID: tc.turnID,
+			Chunk: 0, Text: chunks[0].Text, Status: OutboxPending}}
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	intents, err := tc.lc.CommitTurn(cctx, last.Target().String(), tc.commit)
+	if err != nil {
+		tc.pending, tc.skipped = true, false
+		return err
+	}
+	tc.settle(intents, chunks, paced)
+	return nil
+}
+
+// reset forgets what an earlier run of the turn committed; st is this run's streamer.
+func (tc *turnCommit) reset(st *streamer) {
+	*tc = turnCommit{h: tc.h, lc: tc.lc, ch: tc.ch, batch: tc.batch, turnID: tc.turnID, wait: tc.wait, st: st}
+}
+
+// settle records a successful commit's prepared delivery.
+func (tc *turnCommit) settle(intents []uint64, chunks []channels.Chunk, paced bool) {
+	tc.pending = false
+	if len(intents) > 0 && len(chunks) > 0 {
+		tc.prepared = &Prepared{Chunks: chunks, Intent: intents[0], Paced: paced}
+	}
+}
+
+// quiet reports whether nothing of the turn can be on the platform yet. The
+// streamer is stopped first: after the commit no draft may be sent.
+func (tc *turnCommit) quiet() bool {
+	if tc.st == nil {
+		return true
+	}
+	tc.st.Stop()
+	return tc.st.quiet()
+}
+
+// firstChunk formats the answer and takes chunk 0's send slot; no chunks when
+// the wait was canceled (the delivery then records its own intents).
+func (tc *turnCommit) firstChunk(target channels.Target) ([]channels.Chunk, bool) {
+	h := tc.h
+	chunks, truncated := capFormat(tc.ch, tc.answer, h.out.MaxChunks())
+	if len(chunks) == 0 {
+		return nil, false
+	}
+	if truncated {
+		h.log.Warn("answer too long; delivering it truncated", "target", target.String(), "turn", tc.turnID,
+			"chars", len(tc.answer), "max_chunks", h.out.MaxChunks())
+	}
+	if p, ok := tc.ch.(channels.Pacer); ok {
+		if err := p.WaitSendSlot(tc.wait, target); err != nil {
+			return nil, false
+		}
+		return chunks, true
+	}
+	return chunks, false
+}
+
+// recommit retries the held commit after a storage failure.
+func (tc *turnCommit) recommit(ctx context.Context, key string) error {
+	if tc.skipped {
+		tc.commit.Done = ids(tc.batch)
+	}
+	intents, err := tc.lc.CommitTurn(ctx, key, tc.commit)
+	if err != nil {
+		return err
+	}
+	var chunks []channels.Chunk
+	if len(tc.commit.Intents) > 0 {
+		// The slot taken before the first try is stale now: wait again.
+		chunks, _ = capFormat(tc.ch, tc.answer, tc.h.out.MaxChunks())
+	}
+	tc.settle(intents, chunks, false)
+	return nil
+}
+
+// noAnswer is delivered when the model's answer is empty.
+const noAnswer = "(I have no answer to that.)"
+
+// toolAudit is the audit records of a turn's tool calls.
+func (h *Handler) toolAudit(m channels.Message, trace []agent.TraceEntry) []memory.AuditRecord {
+	var out []memory.AuditRecord
+	for _, e := range trace {
+		if e.Kind != agent.TraceTool {
+			continue
+		}
+		out = append(out, memory.AuditRecord{Time: h.now(), Actor: m.UserKey(), Action: "tool." + e.Tool,
+			Session: m.Target().String(), Detail: e.Args, Error: e.Error})
+	}
+	return out
+}

@@ -1,0 +1,139 @@
+package bolt
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/switchboard-bot/switchboard/memory"
+
+	bbolt "go.etcd.io/bbolt"
+)
+
+// CommitTurn writes the turn, its first send intents, its audit records and
+// the inbox items it finishes in one transaction (memory.Lifecycle). It goes
+// through the batch path, so concurrent sessions share one fsync.
+func (s *Store) CommitTurn(ctx context.Context, key string, c memory.TurnCommit) ([]uint64, error) {
+	op := "commit turn of " + key
+	if c.Turn != nil {
+		if key == "" {
+			return nil, errEmptyKey("commit turn")
+		}
+		if len(c.Turn.Messages) == 0 {
+			return nil, fmt.Errorf("memory: %s: turn has no messages", op)
+		}
+	}
+	now := s.now()
+	intents, err := prepareIntents(c.Intents, now)
+	if err != nil {
+		return nil, err
+	}
+	audit := stampAudit(c.Audit, now)
+	var ids []uint64
+	err = s.batch(ctx, op, func(tx *bbolt.Tx) error {
+		ids = ids[:0]
+		if c.Turn != nil {
+			if err := appendTurnTx(tx, key, *c.Turn, now); err != nil {
+				return err
+			}
+		}
+		var err error
+		if ids, err = putIntentsTx(tx, intents, ids); err != nil {
+			return err
+		}
+		if err := auditAllTx(tx, audit); err != nil {
+			return err
+		}
+		return inboxDoneTx(tx, c.Done)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+// RecordDelivery writes a delivery step's receipts, next intents, audit
+// records and finished inbox items in one transaction (memory.Lifecycle).
+func (s *Store) RecordDelivery(ctx context.Context, d memory.DeliveryRecord) ([]uint64, error) {
+	now := s.now()
+	for _, r := range d.Receipts {
+		if !validOutboxStatus(r.Status) {
+			return nil, fmt.Errorf("memory: record delivery: receipt %d: invalid status %q", r.ID, r.Status)
+		}
+	}
+	intents, err := prepareIntents(d.Intents, now)
+	if err != nil {
+		return nil, err
+	}
+	audit := stampAudit(d.Audit, now)
+	var ids []uint64
+	err = s.batch(ctx, "record delivery", func(tx *bbolt.Tx) error {
+		ids = ids[:0]
+		for _, r := range d.Receipts {
+			if err := receiptTx(tx, r, now); err != nil {
+				return err
+			}
+		}
+		var err error
+		if ids, err = putIntentsTx(tx, intents, ids); err != nil {
+			return err
+		}
+		if err := auditAllTx(tx, audit); err != nil {
+			return err
+		}
+		return inboxDoneTx(tx, d.Done)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+func prepareIntents(in []memory.OutboxRecord, now time.Time) ([]memory.OutboxRecord, error) {
+	if len(in) == 0 {
+		return nil, nil
+	}
+	out := make([]memory.OutboxRecord, len(in))
+	for i, r := range in {
+		p, err := prepareIntent(r, now)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = p
+	}
+	return out, nil
+}
+
+func putIntentsTx(tx *bbolt.Tx, intents []memory.OutboxRecord, ids []uint64) ([]uint64, error) {
+	for _, r := range intents {
+		id, err := putIntentTx(tx, r)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+func stampAudit(in []memory.AuditRecord, now time.Time) []memory.AuditRecord {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]memory.AuditRecord, len(in))
+	for i, r := range in {
+		if r.Time.IsZero() {
+			r.Time = now
+		}
+		out[i] = r
+	}
+	return out
+}
+
+func auditAllTx(tx *bbolt.Tx, recs []memory.AuditRecord) error {
+	for _, r := range recs {
+		if err := auditTx(tx, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
