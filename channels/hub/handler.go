@@ -140,6 +140,9 @@ type HandlerOptions struct {
 	// Formatting tells the model each platform's markup, by channel name.
 	Formatting map[string]string
 	BotName    string
+	// Claims, when set, coordinates sessions across replicas sharing the
+	// store (claims.go); nil runs as one process.
+	Claims Claims
 	// Observer receives events for metrics (optional); if it also implements
 	// StorageObserver it learns of store write failures.
 	Observer Observer
@@ -199,6 +202,7 @@ type Handler struct {
 	mu       sync.Mutex
 	chans    map[string]channels.Channel
 	sessions map[string]*session
+	claims   Claims
 	closed   bool
 	appr     approvalState // pending tool approvals (approval.go)
 
@@ -241,7 +245,7 @@ func NewHandler(o HandlerOptions) *Handler {
 		format: o.Formatting, botName: o.BotName, log: o.Logger, now: o.Now, maxQueue: o.MaxQueue, obs: o.Observer,
 		pairing: NewPairing(o.Store, o.Now), sem: make(chan struct{}, o.MaxConcurrentTurns),
 		baseCtx: ctx, cancelAll: cancel, chans: map[string]channels.Channel{}, sessions: map[string]*session{},
-		retryBase: o.StorageRetryBase, retryMax: o.StorageRetryMax, quit: make(chan struct{})}
+		retryBase: o.StorageRetryBase, retryMax: o.StorageRetryMax, quit: make(chan struct{}), claims: o.Claims}
 	pol := o.Access
 	h.access.Store(&pol)
 	h.caps.set(o.MaxMessageChars, o.MaxTurnChars)

@@ -68,6 +68,11 @@ func (h *Handler) Handle(ctx context.Context, msg channels.Message) error {
 	if d == channels.Allow && commandName(msg.Text) == "stop" {
 		h.stopSession(key)
 	}
+	if h.claims != nil {
+		h.claims.Announce(ctx, key)
+		h.Wake(key)
+		return nil
+	}
 	h.enqueue(key, it)
 	return nil
 }
@@ -100,39 +105,19 @@ func (h *Handler) Replay(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("read inbox: %w", err)
 	}
+	if h.claims != nil {
+		return 0, h.Sweep(ctx) // the claims decide which replica replays what
+	}
 	var drop []uint64
 	queued := 0
 	for _, in := range items {
-		var msg channels.Message
-		if err := json.Unmarshal(in.Payload, &msg); err != nil {
-			h.log.Error("dropping unreadable inbox item", "id", in.ID, "err", err)
+		it, keep := h.replayItem(ctx, in)
+		if !keep {
 			drop = append(drop, in.ID)
 			continue
 		}
-		d, err := h.decide(ctx, msg)
-		if err != nil {
-			h.log.Error("not replaying an inbox item now: cannot check its sender's access; it stays for the next start",
-				"id", in.ID, "err", err)
+		if it.id == 0 {
 			continue
-		}
-		switch d {
-		case channels.Ignore, channels.Deny:
-			reason := "ignored"
-			if d == channels.Deny {
-				h.denied.Add(1)
-				reason = "denied"
-			} else {
-				h.ignored.Add(1)
-			}
-			h.obs.MessageDropped(msg.Channel, reason)
-			h.log.Info("not replaying a message the access policy no longer allows", "id", in.ID,
-				"channel", msg.Channel, "user", msg.UserKey(), "decision", d.String())
-			drop = append(drop, in.ID)
-			continue
-		}
-		it := item{id: in.ID, msg: msg, decision: d}
-		if in.State == memory.InboxAnswered && d == channels.Allow {
-			it.answered, it.answer, it.turnID = true, in.Answer, in.TurnID
 		}
 		h.enqueue(in.SessionKey, it)
 		queued++

@@ -20,7 +20,9 @@ type session struct {
 	queue   []item
 	running bool
 	cancel  context.CancelFunc
-	stopped bool // the running turn was canceled by /stop
+	stopped bool            // the running turn was canceled by /stop
+	wake    bool            // claims mode: look at the session's pending items again
+	held    context.Context // claims mode: canceled when the session's claim is lost
 }
 
 func (h *Handler) enqueue(key string, it item) {

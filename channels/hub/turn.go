@@ -23,7 +23,13 @@ func (h *Handler) runTurn(s *session, batch []item) {
 		h.done(batch)
 		return
 	}
-	ctx, cancel := context.WithCancel(h.baseCtx)
+	h.mu.Lock()
+	parent := h.baseCtx
+	if s.held != nil {
+		parent = s.held // claims mode: losing the claim cancels the turn
+	}
+	h.mu.Unlock()
+	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	h.mu.Lock()
 	s.cancel, s.stopped = cancel, false

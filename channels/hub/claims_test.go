@@ -1,0 +1,230 @@
+package hub_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/switchboard-bot/switchboard/agent"
+	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/console"
+	"github.com/switchboard-bot/switchboard/channels/hub"
+	"github.com/switchboard-bot/switchboard/internal/testkit/fakellm"
+	"github.com/switchboard-bot/switchboard/memory"
+	"github.com/switchboard-bot/switchboard/memory/bolt"
+)
+
+// fakeClaims is the cluster's session claims in memory: one holder per
+// session; expire plays a replica whose claims lapsed (it died or could not
+// renew). Announce wakes the other replicas, as NOTIFY does.
+type fakeClaims struct {
+	mu       sync.Mutex
+	holders  map[string]*fakeHold
+	replicas map[string]*hub.Handler
+}
+
+type fakeHold struct {
+	owner  string
+	cancel context.CancelFunc
+}
+
+type replicaClaims struct {
+	f    *fakeClaims
+	name string
+}
+
+func (r replicaClaims) TryClaim(_ context.Context, s string) (context.Context, func(), bool, error) {
+	f := r.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.holders[s] != nil {
+		return nil, nil, false, nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &fakeHold{owner: r.name, cancel: cancel}
+	f.holders[s] = h
+	release := func() {
+		f.mu.Lock()
+		if f.holders[s] == h {
+			delete(f.holders, s)
+		}
+		f.mu.Unlock()
+		cancel()
+	}
+	return ctx, release, true, nil
+}
+
+func (r replicaClaims) Announce(_ context.Context, s string) {
+	r.f.mu.Lock()
+	var others []*hub.Handler
+	for name, h := range r.f.replicas {
+		if name != r.name {
+			others = append(others, h)
+		}
+	}
+	r.f.mu.Unlock()
+	for _, h := range others {
+		h.Wake(s)
+	}
+}
+
+// expire drops every claim owner holds, as when its lease ran out.
+func (f *fakeClaims) expire(owner string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for s, h := range f.holders {
+		if h.owner == owner {
+			h.cancel()
+			delete(f.holders, s)
+		}
+	}
+}
+
+// cluster is two replicas (handlers with their own agents) on one store and
+// one platform.
+type cluster struct {
+	store  *bolt.Store
+	claims *fakeClaims
+	plat   *console.Memory
+	rep    map[string]*hub.Handler
+}
+
+func newCluster(t *testing.T, llm *fakellm.Server, names ...string) *cluster {
+	t.Helper()
+	st, err := bolt.Open(filepath.Join(t.TempDir(), "switchboard.db"), memory.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cluster{store: st, claims: &fakeClaims{holders: map[string]*fakeHold{}, replicas: map[string]*hub.Handler{}},
+		plat: console.NewMemory("memory", 4000, 5*time.Millisecond), rep: map[string]*hub.Handler{}}
+	for _, name := range names {
+		ag, err := agent.New(agent.Options{BaseURL: llm.URL, APIKey: "k", Model: "m", MaxRetries: 1,
+			RetryBase: time.Millisecond, Timeout: 5 * time.Second, HTTPClient: llm.HTTPClient(), Sessions: st})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := hub.NewHandler(hub.HandlerOptions{Store: st, Agent: ag, Access: openAccess(),
+			Claims:   replicaClaims{f: c.claims, name: name},
+			Outbound: hub.NewOutbound(st, hub.OutboundOptions{BaseDelay: time.Millisecond})})
+		h.Register(plainChannel{c.plat})
+		c.rep[name] = h
+		c.claims.replicas[name] = h
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		for _, h := range c.rep {
+			h.Close(ctx)
+		}
+		_ = st.Close()
+	})
+	return c
+}
+
+func (c *cluster) say(t *testing.T, replica, id, text string) {
+	t.Helper()
+	msg := channels.Message{Channel: "memory", ChatID: "c1", MessageID: id, Sender: channels.Sender{ID: "u1", Name: "U"},
+		Text: text, Direct: true, Time: time.Now()}
+	if err := c.rep[replica].Handle(context.Background(), msg); err != nil {
+		t.Fatalf("handle %s on %s: %v", id, replica, err)
+	}
+}
+
+// Issue 18: messages of one chat accepted by different replicas run one turn
+// at a time cluster-wide, in order, each answered once.
+func TestClaimsOneTurnPerSessionAcrossReplicas(t *testing.T) {
+	var mu sync.Mutex
+	inflight, maxSeen := 0, 0
+	var asked []string
+	llm := fakellm.Start(t, func(req *fakellm.Request) fakellm.Response {
+		mu.Lock()
+		inflight++
+		maxSeen = max(maxSeen, inflight)
+		asked = append(asked, req.LastUserText())
+		mu.Unlock()
+		time.Sleep(3 * time.Millisecond)
+		mu.Lock()
+		inflight--
+		mu.Unlock()
+		return fakellm.Response{Content: "ok: " + fakellm.StripRuntimeContext(req.LastUserText())}
+	})
+	c := newCluster(t, llm, "a", "b")
+	for i := 1; i <= 8; i++ {
+		rep := "a"
+		if i%2 == 0 {
+			rep = "b"
+		}
+		c.say(t, rep, fmt.Sprintf("m%d", i), fmt.Sprintf("question %d", i))
+	}
+	waitFor(t, "every message to be answered", func() bool {
+		p, err := c.store.InboxPending(context.Background())
+		return err == nil && len(p) == 0
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if maxSeen != 1 {
+		t.Errorf("%d turns of one chat ran at once across the replicas, want 1", maxSeen)
+	}
+	all := strings.Join(asked, "\n")
+	last := -1
+	for i := 1; i <= 8; i++ {
+		q := fmt.Sprintf("question %d", i)
+		if n := strings.Count(all, q); n != 1 {
+			t.Errorf("%q reached the model %d times, want once (asked: %q)", q, n, asked)
+		}
+		if at := strings.Index(all, q); at < last {
+			t.Errorf("%q was asked before an earlier message", q)
+		} else {
+			last = at
+		}
+	}
+	sent := c.plat.Sent("memory:c1")
+	if len(sent) != len(asked) {
+		t.Errorf("%d answers on the platform for %d turns: %+v", len(sent), len(asked), sent)
+	}
+}
+
+// Issue 18: a replica that loses a session's claim mid-turn (it died, or
+// could not renew) stops; another replica's sweep takes the session over and
+// answers the message once.
+func TestClaimsTakeoverAfterTheHolderLosesItsClaim(t *testing.T) {
+	g := newGate(func(req *fakellm.Request) fakellm.Response {
+		return fakellm.Response{Content: "answered: " + fakellm.StripRuntimeContext(req.LastUserText())}
+	})
+	llm := fakellm.Start(t, g.responder)
+	c := newCluster(t, llm, "a", "b")
+	c.claims.mu.Lock()
+	delete(c.claims.replicas, "b") // b hears no NOTIFY: only its sweep finds the session
+	c.claims.mu.Unlock()
+	c.say(t, "a", "m1", "hello")
+	if got := g.waitArrived(t); !strings.Contains(got, "hello") {
+		t.Fatalf("model asked %q", got)
+	}
+	if err := c.rep["b"].Sweep(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	if n := llm.RequestCount(); n != 1 {
+		t.Fatalf("%d model requests while a holds the claim, want 1", n)
+	}
+	c.claims.expire("a") // a's turn is canceled: its request ends unanswered
+	if err := c.rep["b"].Sweep(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	g.waitArrived(t) // b runs the turn again
+	g.release <- struct{}{}
+	g.release <- struct{}{}
+	c.plat.WaitSent(t, "memory:c1", 1, wait)
+	waitFor(t, "the inbox to be cleared", func() bool {
+		p, err := c.store.InboxPending(context.Background())
+		return err == nil && len(p) == 0
+	})
+	time.Sleep(20 * time.Millisecond)
+	if sent := c.plat.Sent("memory:c1"); len(sent) != 1 || !strings.Contains(sent[0].Text, "answered: hello") {
+		t.Fatalf("platform got %+v, want the answer once", sent)
+	}
+}
