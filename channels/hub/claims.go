@@ -65,6 +65,61 @@ func (h *Handler) Wake(key string) {
 		s.running = true
 		h.workers.Add(1)
 		go h.workClaimed(s)
+		return
+	}
+	if h.appr.pending[key] != nil || s.cancel != nil {
+		// A turn runs here, maybe waiting for /approve: an /approve, /deny
+		// or /stop for it may have reached another replica, which stored
+		// it and announced the session.
+		h.workers.Add(1)
+		go func() {
+			defer h.workers.Done()
+			h.approvalsFromInbox(key)
+		}()
+	}
+}
+
+// waitsForApproval reports whether a turn of session key waits for /approve here.
+func (h *Handler) waitsForApproval(key string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.appr.pending[key] != nil
+}
+
+// approvalsFromInbox answers, beside the queue, the /approve and /deny
+// commands another replica stored for session key while a turn here waits
+// for one (claims mode); each is handled once, and the session's worker skips
+// it. A stored /stop cancels the running turn here, as it would on the
+// replica that received it.
+func (h *Handler) approvalsFromInbox(key string) {
+	items, err := h.pendingFor(h.baseCtx, key)
+	if err != nil {
+		h.log.Warn("read a session's inbox for approvals", "session", key, "err", err)
+		return
+	}
+	for _, in := range items {
+		it, keep := h.replayItem(h.baseCtx, in)
+		if !keep || it.id == 0 || it.decision != channels.Allow {
+			continue
+		}
+		if commandName(it.msg.Text) == "stop" {
+			h.stopSession(key) // the /stop itself is answered by the session's worker, in order
+			continue
+		}
+		if !isApprovalCommand(commandName(it.msg.Text)) {
+			continue
+		}
+		h.mu.Lock()
+		if h.sideHandled[in.ID] {
+			h.mu.Unlock()
+			continue
+		}
+		if h.sideHandled == nil {
+			h.sideHandled = map[uint64]bool{}
+		}
+		h.sideHandled[in.ID] = true
+		h.mu.Unlock()
+		h.handleApprovalCommand(it)
 	}
 }
 
@@ -165,6 +220,13 @@ func (h *Handler) drainClaimed(s *session, held context.Context) {
 func (h *Handler) queueClaimed(ctx context.Context, s *session, items []memory.InboxItem) {
 	var drop []uint64
 	for _, in := range items {
+		h.mu.Lock()
+		side := h.sideHandled[in.ID]
+		delete(h.sideHandled, in.ID)
+		h.mu.Unlock()
+		if side {
+			continue // an approval answered beside the queue (approvalsFromInbox)
+		}
 		it, keep := h.replayItem(ctx, in)
 		if !keep {
 			drop = append(drop, in.ID)

@@ -95,6 +95,12 @@ type cluster struct {
 
 func newCluster(t *testing.T, llm *fakellm.Server, names ...string) *cluster {
 	t.Helper()
+	return newClusterWith(t, llm, nil, names...)
+}
+
+// newClusterWith is newCluster whose agents offer tool, which needs /approve.
+func newClusterWith(t *testing.T, llm *fakellm.Server, tool agent.Tool, names ...string) *cluster {
+	t.Helper()
 	st, err := bolt.Open(filepath.Join(t.TempDir(), "switchboard.db"), memory.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
@@ -102,8 +108,16 @@ func newCluster(t *testing.T, llm *fakellm.Server, names ...string) *cluster {
 	c := &cluster{store: st, claims: &fakeClaims{holders: map[string]*fakeHold{}, replicas: map[string]*hub.Handler{}},
 		plat: console.NewMemory("memory", 4000, 5*time.Millisecond), rep: map[string]*hub.Handler{}}
 	for _, name := range names {
-		ag, err := agent.New(agent.Options{BaseURL: llm.URL, APIKey: "k", Model: "m", MaxRetries: 1,
-			RetryBase: time.Millisecond, Timeout: 5 * time.Second, HTTPClient: llm.HTTPClient(), Sessions: st})
+		opts := agent.Options{BaseURL: llm.URL, APIKey: "k", Model: "m", MaxRetries: 1,
+			RetryBase: time.Millisecond, Timeout: 5 * time.Second, HTTPClient: llm.HTTPClient(), Sessions: st}
+		if tool != nil {
+			reg := agent.NewRegistry()
+			if err := reg.Register(tool); err != nil {
+				t.Fatal(err)
+			}
+			opts.Tools, opts.Approve = reg, agent.ApprovalPolicy{Require: []string{tool.Name()}}.Func()
+		}
+		ag, err := agent.New(opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -226,5 +240,59 @@ func TestClaimsTakeoverAfterTheHolderLosesItsClaim(t *testing.T) {
 	time.Sleep(20 * time.Millisecond)
 	if sent := c.plat.Sent("memory:c1"); len(sent) != 1 || !strings.Contains(sent[0].Text, "answered: hello") {
 		t.Fatalf("platform got %+v, want the answer once", sent)
+	}
+}
+
+// Issue 18: a turn on replica a waits for /approve; the user's /approve
+// reaches replica b (Slack spreads events over the replicas' connections),
+// which stores and announces it; a answers it beside its queue and the tool
+// runs once — not "Nothing is waiting for approval here." from b.
+func TestClaimsApprovalReachesTheReplicaWhoseTurnWaits(t *testing.T) {
+	tool := &sideEffectTool{name: "delete_file"}
+	llm := fakellm.Start(t, approvalLLM("delete_file", `{"path": "/tmp/x"}`))
+	c := newClusterWith(t, llm, tool, "a", "b")
+	c.say(t, "a", "m1", "delete it")
+	c.plat.WaitFor(t, "memory:c1", wait, "the approval request", func(s []console.Sent) bool {
+		return len(s) > 0 && strings.Contains(s[0].Text, "Approval needed")
+	})
+	c.say(t, "b", "m2", "/approve")
+	c.plat.WaitFor(t, "memory:c1", wait, "the approval to be confirmed and the turn to finish", func(s []console.Sent) bool {
+		return len(s) >= 3
+	})
+	waitFor(t, "the inbox to be cleared", func() bool {
+		p, err := c.store.InboxPending(context.Background())
+		return err == nil && len(p) == 0
+	})
+	time.Sleep(30 * time.Millisecond)
+	var texts []string
+	for _, m := range c.plat.Sent("memory:c1") {
+		texts = append(texts, m.Text)
+	}
+	all := strings.Join(texts, "\n")
+	if tool.count() != 1 || !strings.Contains(all, "Approved") || strings.Contains(all, "Nothing is waiting") {
+		t.Fatalf("tool ran %d times; chat: %q", tool.count(), texts)
+	}
+}
+
+// Issue 18: /stop accepted by replica b cancels the turn running on a.
+func TestClaimsStopOnAnotherReplicaCancelsTheTurn(t *testing.T) {
+	g := newGate(func(req *fakellm.Request) fakellm.Response {
+		return fakellm.Response{Content: "late answer"}
+	})
+	llm := fakellm.Start(t, g.responder)
+	c := newCluster(t, llm, "a", "b")
+	c.say(t, "a", "m1", "long question")
+	g.waitArrived(t)
+	c.say(t, "b", "m2", "/stop")
+	waitFor(t, "the inbox to be cleared", func() bool {
+		p, err := c.store.InboxPending(context.Background())
+		return err == nil && len(p) == 0
+	})
+	g.release <- struct{}{}
+	time.Sleep(30 * time.Millisecond)
+	for _, m := range c.plat.Sent("memory:c1") {
+		if strings.Contains(m.Text, "late answer") {
+			t.Fatalf("the stopped turn's answer was delivered: %+v", c.plat.Sent("memory:c1"))
+		}
 	}
 }

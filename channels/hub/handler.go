@@ -203,8 +203,11 @@ type Handler struct {
 	chans    map[string]channels.Channel
 	sessions map[string]*session
 	claims   Claims
-	closed   bool
-	appr     approvalState // pending tool approvals (approval.go)
+	// sideHandled are inbox items answered beside the queue in claims mode
+	// (approvals another replica stored); the session's worker skips them.
+	sideHandled map[uint64]bool
+	closed      bool
+	appr        approvalState // pending tool approvals (approval.go)
 
 	received, duplicates, ignored, denied, turns, turnErrors, commands atomic.Uint64
 }

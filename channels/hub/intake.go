@@ -62,7 +62,8 @@ func (h *Handler) Handle(ctx context.Context, msg channels.Message) error {
 		return nil
 	}
 	it := item{id: id, msg: msg, decision: d}
-	if d == channels.Allow && isApprovalCommand(commandName(msg.Text)) && h.handleApprovalCommand(it) {
+	if d == channels.Allow && isApprovalCommand(commandName(msg.Text)) && (h.claims == nil || h.waitsForApproval(key)) &&
+		h.handleApprovalCommand(it) {
 		return nil // answered beside the queue: the waiting turn holds it (approval.go)
 	}
 	if d == channels.Allow && commandName(msg.Text) == "stop" {
