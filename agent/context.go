@@ -231,6 +231,9 @@ func (b ContextBuilder) NotesMessage(notes []memory.Note, memoryTool bool) strin
 // (<tag, </tag, any case and spacing) so the content cannot close, or fake, the
 // block it is wrapped in.
 func neutralize(content, tag string) string {
+	if strings.IndexByte(content, '<') < 0 {
+		return content // no marker without '<': skips the regexp (and its copy) for most texts
+	}
 	re := markerRE(tag)
 	return re.ReplaceAllString(content, "<${1}"+strings.ReplaceAll(tag, "-", "_"))
 }
@@ -268,10 +271,33 @@ func QuoteUntrusted(author, text string) string {
 	return fmt.Sprintf("<quoted-message from=%q trust=\"untrusted\">\n%s\n</quoted-message>", author, neutralize(text, "quoted-message"))
 }
 
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+func oneLine(s string) string {
+	if isOneLine(s) {
+		return s // already one line, single-spaced (the usual case): no copy
+	}
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// isOneLine reports whether s is ASCII without control characters, double
+// spaces or spaces at its ends, so oneLine(s) == s.
+func isOneLine(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= utf8.RuneSelf || c < ' ' || c == 0x7f {
+			return false
+		}
+		if c == ' ' && (i == 0 || i == len(s)-1 || s[i-1] == ' ') {
+			return false
+		}
+	}
+	return true
+}
 
 // clip keeps the first n characters of s (for short one-line fields).
 func clip(s string, n int) string {
+	if len(s) <= n {
+		return s // n bytes are at most n characters
+	}
 	if r := []rune(s); len(r) > n {
 		return string(r[:n]) + "…"
 	}
@@ -308,7 +334,10 @@ func (b ContextBuilder) RuntimeBlock(rt Runtime, jobName string) string {
 	fmt.Fprintf(&sb, "time: %s (%s)\n", t.Format("Monday, 2 January 2006 15:04 MST"), loc.String())
 	line := func(k, v string) {
 		if v = oneLine(neutralize(v, "runtime-context")); v != "" {
-			fmt.Fprintf(&sb, "%s: %s\n", k, v)
+			sb.WriteString(k)
+			sb.WriteString(": ")
+			sb.WriteString(v)
+			sb.WriteByte('\n')
 		}
 	}
 	line("channel", rt.Channel)

@@ -1,7 +1,8 @@
 // Package agent owns one conversational turn: the ReAct loop (DESIGN.md §3),
-// the model Provider over go-openai (streaming, tool-call delta merging,
+// the model Provider (go-openai's types; the request JSON and the SSE stream
+// written and read by wire.go and sse.go; streaming, tool-call delta merging,
 // usage, idle timeouts, the retry policy), the tool Registry (schema
-// validation with santhosh-tekuri/jsonschema, per-call timeouts, safe
+// validation with google/jsonschema-go, per-call timeouts, safe
 // retries, truncation, allowlists, approval), the JSON text tool protocol for
 // models without function calling, the ContextBuilder (system prompt, history,
 // runtime-context block) and the Agent with its per-session lock.

@@ -141,26 +141,8 @@ func (t *turn) execute(parent context.Context) (Result, error) {
 		TurnID: t.id, Text: text, Messages: t.msgs, Usage: t.usage, Iterations: t.iterations,
 		ToolCalls: t.toolCalls, Duration: ended.Sub(t.started), FinishReason: finish, Trace: t.tr.entries,
 	}
-	// A failed turn is committed only when tools ran (their effects must stay
-	// on record); then without Sources, so the inbox still sees it unanswered.
-	// A canceled turn is committed without Sources too: the partial text is
-	// not an answer; after a shutdown the inbox must replay the message (after
-	// /stop the handler clears the inbox items itself).
-	if finish != FinishAPIError || t.ranTools {
-		turn := memory.Turn{ID: t.id, Messages: t.msgs, Usage: t.usage, Started: t.started, Ended: ended,
-			FinishReason: string(finish), Answer: text}
-		if finish != FinishAPIError && finish != FinishCanceled {
-			turn.Sources = t.req.Sources
-		}
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(parent), 10*time.Second)
-		commit := func(ctx context.Context) error { return t.o.Sessions.AppendTurn(ctx, t.req.SessionKey, turn) }
-		if t.req.Commit != nil {
-			commit = func(ctx context.Context) error { return t.req.Commit(ctx, turn, t.tr.entries) }
-		}
-		if err := commit(cctx); err != nil {
-			runErr = errors.Join(runErr, fmt.Errorf("agent: commit turn of %s: %w", t.req.SessionKey, err))
-		}
-		cancel()
+	if err := t.commit(parent, finish, text, ended); err != nil {
+		runErr = errors.Join(runErr, err)
 	}
 	t.a.addUsage(t.req.SessionKey, t.usage)
 	t.emit(Event{Kind: EventTurnEnd, Usage: t.usage, Start: t.started, End: ended})
@@ -168,6 +150,36 @@ func (t *turn) execute(parent context.Context) (Result, error) {
 		slog.Int("iterations", t.iterations), slog.Int("tool_calls", t.toolCalls),
 		slog.Int("tokens", t.usage.TotalTokens), slog.Duration("duration", res.Duration))
 	return res, runErr
+}
+
+// commit stores the finished turn: through Request.Commit when set (the
+// caller's one transaction), else Sessions.AppendTurn. A failed turn is
+// committed only when tools ran (their effects must stay on record); then
+// without Sources, so the inbox still sees it unanswered. A canceled turn is
+// committed without Sources too: the partial text is not an answer; after a
+// shutdown the inbox must replay the message (after /stop the handler clears
+// the inbox items itself).
+func (t *turn) commit(parent context.Context, finish FinishReason, text string, ended time.Time) error {
+	if finish == FinishAPIError && !t.ranTools {
+		return nil
+	}
+	turn := memory.Turn{ID: t.id, Messages: t.msgs, Usage: t.usage, Started: t.started, Ended: ended,
+		FinishReason: string(finish), Answer: text}
+	if finish != FinishAPIError && finish != FinishCanceled {
+		turn.Sources = t.req.Sources
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), 10*time.Second)
+	defer cancel()
+	var err error
+	if t.req.Commit != nil {
+		err = t.req.Commit(ctx, turn, t.tr.entries)
+	} else {
+		err = t.o.Sessions.AppendTurn(ctx, t.req.SessionKey, turn)
+	}
+	if err != nil {
+		return fmt.Errorf("agent: commit turn of %s: %w", t.req.SessionKey, err)
+	}
+	return nil
 }
 
 func (t *turn) pickMode() string { return t.a.mode(t.tools) }

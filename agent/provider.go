@@ -54,10 +54,15 @@ type StreamObserver struct {
 	State   func(s InnerState)
 }
 
-// Provider calls an OpenAI-compatible chat-completions endpoint through
-// go-openai, streaming, with the retry policy of DESIGN.md §3.
+// Provider calls an OpenAI-compatible chat-completions endpoint, streaming,
+// with the retry policy of DESIGN.md §3. Requests and answers use go-openai's
+// types; the call itself is chatcall.go's (encoding and decoding per call
+// were the agent's largest cost per message).
 type Provider struct {
-	client *openai.Client
+	doer   headerCapturingDoer
+	url    string      // <base>/chat/completions, without the base URL's query
+	header http.Header // sent with every call (cloned per request)
+	enc    encodeCache
 	opts   Options
 	log    *slog.Logger
 }
@@ -65,13 +70,14 @@ type Provider struct {
 // NewProvider builds a provider from o (defaults applied).
 func NewProvider(o Options) *Provider {
 	o = o.withDefaults()
-	cfg := openai.DefaultConfig(o.APIKey)
+	base := openai.DefaultConfig("").BaseURL
 	var query string // a gateway's ?api-key=… in llm.base_url, sent with every call
 	if o.BaseURL != "" {
-		// go-openai appends "/chat/completions" to the base URL as text,
-		// which would put the path inside the query: keep the query apart.
-		base, q, _ := strings.Cut(o.BaseURL, "?")
-		cfg.BaseURL, query = strings.TrimRight(base, "/"), q
+		// "/chat/completions" is appended to the base URL as text, which
+		// would put the path inside the query: keep the query apart.
+		var q string
+		base, q, _ = strings.Cut(o.BaseURL, "?")
+		query = q
 	}
 	hc := o.HTTPClient
 	if hc == nil {
@@ -82,8 +88,8 @@ func NewProvider(o Options) *Provider {
 		tr.MaxIdleConnsPerHost = 64
 		hc = &http.Client{Transport: tr}
 	}
-	cfg.HTTPClient = headerCapturingDoer{c: hc, query: query}
-	return &Provider{client: openai.NewClientWithConfig(cfg), opts: o, log: o.Logger}
+	return &Provider{doer: headerCapturingDoer{c: hc, query: query}, url: strings.TrimRight(base, "/") + "/chat/completions",
+		header: requestHeader(o.APIKey), opts: o, log: o.Logger}
 }
 
 // String names the endpoint without the API key.
@@ -178,7 +184,7 @@ func (p *Provider) once(ctx context.Context, req ChatRequest, obs StreamObserver
 	defer timers.stop()
 	cause := func(err error) error { return attemptError(ctx, actx, err) }
 
-	stream, err := p.client.CreateChatCompletionStream(actx, completionRequest(req))
+	stream, err := p.openStream(actx, req)
 	if err != nil {
 		return ChatResponse{}, cause(err)
 	}
@@ -187,8 +193,9 @@ func (p *Provider) once(ctx context.Context, req ChatRequest, obs StreamObserver
 	defer stream.Close()
 
 	acc := streamAcc{limit: p.opts.MaxResponseChars}
+	var chunk streamChunk
 	for !acc.cut {
-		chunk, err := stream.Recv()
+		err := stream.Recv(&chunk)
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -198,7 +205,7 @@ func (p *Provider) once(ctx context.Context, req ChatRequest, obs StreamObserver
 		if timers.chunk() && obs.State != nil {
 			obs.State(InnerStreaming)
 		}
-		acc.add(chunk, obs, emitted)
+		acc.add(&chunk, obs, emitted)
 	}
 	if acc.cut {
 		p.log.LogAttrs(ctx, slog.LevelWarn, "model answer cut: it was longer than llm.max_response_chars",

@@ -8,12 +8,11 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/google/jsonschema-go/jsonschema"
 	openai "github.com/sashabaranov/go-openai"
 )
 
@@ -28,18 +27,11 @@ type Registry struct {
 
 type registered struct {
 	tool   Tool
-	schema *jsonschema.Schema
+	schema *jsonschema.Resolved
 }
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry { return &Registry{tools: map[string]registered{}} }
-
-// noLoader refuses external $refs: schemas must be self-contained.
-type noLoader struct{}
-
-func (noLoader) Load(url string) (any, error) {
-	return nil, fmt.Errorf("external schema reference %q is not allowed", url)
-}
 
 // Register adds t. The name must be unique and match ^[a-zA-Z0-9_-]{1,64}$
 // (OpenAI's rule), and the schema must compile.
@@ -52,19 +44,9 @@ func (r *Registry) Register(t Tool) error {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		raw = json.RawMessage(`{"type":"object"}`)
 	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	sch, err := compileSchema(raw)
 	if err != nil {
-		return fmt.Errorf("agent: register tool %q: schema is not JSON: %w", name, err)
-	}
-	c := jsonschema.NewCompiler()
-	c.UseLoader(noLoader{})
-	url := "mem:///tools/" + name + ".json"
-	if err := c.AddResource(url, doc); err != nil {
 		return fmt.Errorf("agent: register tool %q: %w", name, err)
-	}
-	sch, err := c.Compile(url)
-	if err != nil {
-		return fmt.Errorf("agent: register tool %q: schema does not compile: %w", name, err)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -104,29 +86,7 @@ func (r *Registry) Validate(name string, args json.RawMessage) error {
 	if !ok {
 		return fmt.Errorf("unknown tool %q", name)
 	}
-	if len(bytes.TrimSpace(args)) == 0 {
-		args = json.RawMessage(`{}`)
-	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
-	if err != nil {
-		return fmt.Errorf("arguments are not valid JSON: %w", err)
-	}
-	if _, isObj := inst.(map[string]any); !isObj {
-		return errors.New("arguments must be a JSON object")
-	}
-	if err := e.schema.Validate(inst); err != nil {
-		var ve *jsonschema.ValidationError
-		if errors.As(err, &ve) {
-			// Drop the first line (it names the internal schema URL).
-			msg := ve.Error()
-			if i := strings.IndexByte(msg, '\n'); i >= 0 {
-				msg = strings.TrimSpace(msg[i+1:])
-			}
-			return fmt.Errorf("arguments do not match the schema: %s", msg)
-		}
-		return fmt.Errorf("arguments do not match the schema: %w", err)
-	}
-	return nil
+	return validateArgs(e.schema, args)
 }
 
 // selected returns the tools allowed by the allowlists (nil list = no

@@ -65,7 +65,7 @@ func (a *streamAcc) take(s string) string {
 }
 
 // add takes one chunk (choice 0 only), passing the kept text to obs.
-func (a *streamAcc) add(chunk openai.ChatCompletionStreamResponse, obs StreamObserver, emitted *bool) {
+func (a *streamAcc) add(chunk *streamChunk, obs StreamObserver, emitted *bool) {
 	if chunk.Usage != nil {
 		a.usage = chunk.Usage
 	}

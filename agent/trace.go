@@ -75,8 +75,22 @@ func (t *tracker) full(o State, i InnerState) string {
 	if i == "" {
 		return string(o)
 	}
+	if s, ok := fullStates[[2]string{string(o), string(i)}]; ok {
+		return s // every transition of every model call: no concatenation
+	}
 	return string(o) + "/" + string(i)
 }
+
+// fullStates are the "outer/inner" names of the states a turn passes through.
+var fullStates = func() map[[2]string]string {
+	m := map[[2]string]string{}
+	for _, o := range []State{StatePlanning, StateExecuting, StateObserving, StateCompacting} {
+		for _, i := range []InnerState{InnerCalling, InnerStreaming, InnerToolExecuting, InnerRetrying} {
+			m[[2]string{string(o), string(i)}] = string(o) + "/" + string(i)
+		}
+	}
+	return m
+}()
 
 // enter moves to outer state s (ending any inner state).
 func (t *tracker) enter(s State) {

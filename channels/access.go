@@ -9,6 +9,14 @@ import (
 // terminal runs the daemon, so it is never gated.
 const ConsoleChannel = "console"
 
+// WebChannel is the web console's chat channel; its user is the operator
+// logged in with the admin token, so, like the console, it is never gated.
+const WebChannel = "web"
+
+// operatorChannel reports whether ch belongs to the operator (never gated,
+// always admin).
+func operatorChannel(ch string) bool { return ch == ConsoleChannel || ch == WebChannel }
+
 // Access modes and group policies (config access.mode / access.groups).
 const (
 	AccessOpen      = "open"
@@ -62,8 +70,8 @@ func (p AccessPolicy) Decide(msg Message, paired bool) Decision {
 	if msg.FromSelf || (msg.Sender.IsBot && !p.AllowBots) {
 		return Ignore
 	}
-	if msg.Channel == ConsoleChannel {
-		return Allow // the local terminal is the operator's own
+	if operatorChannel(msg.Channel) {
+		return Allow // the local terminal and the logged-in web console are the operator's own
 	}
 	if !msg.Direct {
 		switch p.Groups {
@@ -100,7 +108,7 @@ func (p AccessPolicy) Decide(msg Message, paired bool) Decision {
 
 // IsAdmin reports whether the sender (or the chat) is listed in Admins.
 func (p AccessPolicy) IsAdmin(msg Message) bool {
-	return msg.Channel == ConsoleChannel || matches(p.Admins, msg)
+	return operatorChannel(msg.Channel) || matches(p.Admins, msg)
 }
 
 func (p AccessPolicy) listed(msg Message) bool { return matches(p.AllowFrom, msg) }

@@ -9,7 +9,7 @@ import (
 // Names are the channels a target address or user id may start with. It is
 // the one list config validation and the job scheduler check addresses
 // against.
-var Names = []string{"console", "telegram", "slack", "discord"}
+var Names = []string{"console", "telegram", "slack", "discord", "web"}
 
 // CheckTarget accepts a target address "<channel>:<chat_id>[:<thread_id>]"
 // whose channel is one of Names.

@@ -128,6 +128,14 @@ type Options struct {
 	// Sent records send_message deliveries; default a new SentLog.
 	Sent *SentLog
 
+	// Claimer, with replicas, makes each schedule slot fire once
+	// cluster-wide (claim.go); nil = single host.
+	Claimer SlotClaimer
+	// OnJobsChange, if set, is told when this process changed the runtime
+	// jobs (created, deleted, paused, ...); with replicas the daemon passes
+	// it on to the leader, whose Scheduler.Resync reschedules them.
+	OnJobsChange func()
+
 	AlertAfter  int           // DefaultAlertAfter
 	MaxAttempts int           // DefaultMaxAttempts
 	RetryDelay  time.Duration // DefaultRetryDelay

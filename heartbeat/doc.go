@@ -20,7 +20,9 @@
 // jobspec.go (JobSpec: fields, validation), jobs.go (Jobs: the job set and
 // its API), jobstate.go (persisted per-job state), jobrun.go (ticks, misfires,
 // running and delivering), schedule.go (occurrences, relative/absolute time
-// parsing), tools.go, sentlog.go, deps.go (interfaces, Options).
+// parsing), tools.go, sentlog.go, deps.go (interfaces, Options), claim.go
+// (SlotClaimer: with replicas, each slot fires once cluster-wide; the
+// daemon runs Scheduler.Lead on the replica holding the scheduler lease).
 //
 // # Time
 //

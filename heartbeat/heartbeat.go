@@ -58,6 +58,9 @@ type dayState struct {
 	Used     int         `json:"used"` // slots consumed: greetings sent + declines
 	Sent     []time.Time `json:"sent,omitempty"`
 	Declined int         `json:"declined,omitempty"`
+	// Retries counts lost claims and failed deliveries of the current
+	// slot, with replicas (claim.go); reset when a slot is used.
+	Retries int `json:"retries,omitempty"`
 }
 
 // Heartbeat decides and sends proactive greetings. Safe for concurrent use;
@@ -357,23 +360,9 @@ func (h *Heartbeat) Tick(ctx context.Context, now time.Time) ([]Decision, error)
 	return out, errors.Join(errs...)
 }
 
-// greet asks the model for a greeting and delivers it.
-func (h *Heartbeat) greet(ctx context.Context, c candidate, p DayPlan, st dayState, now time.Time) (Decision, error) {
-	log := h.log.With(slog.String("target", c.key), slog.String("day", p.Day))
-	fail := func(reason string, err error) (Decision, error) {
-		log.Warn("greeting failed; the slot stays due", slog.String("reason", reason), slog.String("error", err.Error()))
-		return Decision{Target: c.key, Action: ActionFailed, Reason: reason + ": " + err.Error()}, fmt.Errorf("heartbeat: %s: %s: %w", c.key, reason, err)
-	}
-	tgt, ok := channels.ParseTarget(c.key)
-	if !ok {
-		return fail("not a target address", errors.New("cannot deliver to "+c.key))
-	}
-	if h.o.Agent == nil {
-		return fail("model call", errors.New("no agent configured"))
-	}
-	if h.o.Out == nil {
-		return fail("delivery", errors.New("no outbound path configured"))
-	}
+// askGreeting asks the model for c's greeting, with the chat's history,
+// notes and persona hints in the instruction.
+func (h *Heartbeat) askGreeting(ctx context.Context, log *slog.Logger, c candidate, p DayPlan, channel string, now time.Time) (string, error) {
 	persona := c.meta.Persona
 	if persona == "" {
 		persona = h.o.PersonaFor(c.key)
@@ -397,16 +386,41 @@ func (h *Heartbeat) greet(ctx context.Context, c candidate, p DayPlan, st daySta
 		Target: c.key, UserName: name, Now: now.In(p.WindowStart.Location()), LastUser: c.meta.LastUserMessage,
 		Hints: h.o.GreetingHints(persona), Notes: notes, History: hist,
 	})
-	answer, err := h.o.Agent.ProcessDirect(ctx, "heartbeat:"+c.key, instr, agent.DirectOptions{
+	return h.o.Agent.ProcessDirect(ctx, "heartbeat:"+c.key, instr, agent.DirectOptions{
 		Persona: persona, NoTools: true,
-		Runtime: agent.Runtime{Channel: tgt.Channel, ChatType: "heartbeat", SenderName: name},
+		Runtime: agent.Runtime{Channel: channel, ChatType: "heartbeat", SenderName: name},
 	})
+}
+
+// greet asks the model for a greeting and delivers it.
+func (h *Heartbeat) greet(ctx context.Context, c candidate, p DayPlan, st dayState, now time.Time) (Decision, error) {
+	log := h.log.With(slog.String("target", c.key), slog.String("day", p.Day))
+	fail := func(reason string, err error) (Decision, error) {
+		log.Warn("greeting failed; the slot stays due", slog.String("reason", reason), slog.String("error", err.Error()))
+		return Decision{Target: c.key, Action: ActionFailed, Reason: reason + ": " + err.Error()}, fmt.Errorf("heartbeat: %s: %s: %w", c.key, reason, err)
+	}
+	tgt, ok := channels.ParseTarget(c.key)
+	if !ok {
+		return fail("not a target address", errors.New("cannot deliver to "+c.key))
+	}
+	if h.o.Agent == nil {
+		return fail("model call", errors.New("no agent configured"))
+	}
+	if h.o.Out == nil {
+		return fail("delivery", errors.New("no outbound path configured"))
+	}
+	answer, err := h.askGreeting(ctx, log, c, p, tgt.Channel, now)
 	if err != nil {
 		return fail("model call", err)
 	}
 	g := parseGreeting(answer)
+	if mine, err := h.claimGreeting(ctx, log, c.key, p, st); err != nil {
+		return fail("claim the slot", err)
+	} else if !mine {
+		return Decision{Target: c.key, Action: ActionFailed, Reason: "another replica took this greeting slot; retried next tick"}, nil
+	}
 	if !g.Greet {
-		st.Used++
+		st.Used, st.Retries = st.Used+1, 0
 		st.Declined++
 		if err := h.saveState(ctx, c.key, st); err != nil {
 			return Decision{Target: c.key, Action: ActionDeclined, Reason: g.Reason}, err
@@ -420,6 +434,10 @@ func (h *Heartbeat) greet(ctx context.Context, c candidate, p DayPlan, st daySta
 		err = errors.New("the platform returned no message id")
 	}
 	if err != nil {
+		if h.o.Claimer != nil { // the claimed key is spent: retry under the next
+			st.Retries++
+			err = errors.Join(err, h.saveState(context.WithoutCancel(ctx), c.key, st))
+		}
 		return fail("delivery", err)
 	}
 	saveErr := h.o.Store.AppendTurn(ctx, c.key, memory.Turn{
@@ -431,7 +449,7 @@ func (h *Heartbeat) greet(ctx context.Context, c candidate, p DayPlan, st daySta
 		log.Error("greeting delivered but not saved into the session", slog.String("error", saveErr.Error()))
 		saveErr = fmt.Errorf("heartbeat: save greeting into %s: %w", c.key, saveErr)
 	}
-	st.Used++
+	st.Used, st.Retries = st.Used+1, 0
 	st.Sent = append(st.Sent, now)
 	err = errors.Join(saveErr, h.saveState(ctx, c.key, st))
 	log.Info("greeting sent", slog.Int("used", st.Used), slog.Int("slots", len(p.Slots)))

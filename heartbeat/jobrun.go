@@ -60,6 +60,9 @@ func (j *Jobs) tickOne(ctx context.Context, s JobSpec, source string, now time.T
 		if now.Before(s.At) || now.Before(st.RetryAt) {
 			return nil
 		}
+		if ok, err := j.claimOneShot(ctx, s, st, log); !ok {
+			return err
+		}
 		if st.Attempts == 0 && now.Sub(s.At) > s.grace() && s.Misfire != MisfireRunOnce {
 			st.Done = true
 			log.Warn("one-shot job missed while the daemon was down; skipped (misfire skip)", slog.Time("at", s.At))
@@ -81,9 +84,13 @@ func (j *Jobs) tickOne(ctx context.Context, s JobSpec, source string, now time.T
 	if n == 0 {
 		return nil
 	}
+	mine, err := j.o.claim(ctx, log, s.Name, latest)
+	if err != nil {
+		return fmt.Errorf("jobs: %s: %w", s.Name, err)
+	}
 	// Persist the handled occurrence first: a crash mid-run must not repeat it.
 	st.Last = latest
-	if err := j.saveState(ctx, s.Name, st); err != nil {
+	if err := j.saveState(ctx, s.Name, st); err != nil || !mine {
 		return err
 	}
 	late := now.Sub(latest)

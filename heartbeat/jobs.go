@@ -98,6 +98,9 @@ func (j *Jobs) changed() {
 	if fn != nil {
 		fn()
 	}
+	if j.o.OnJobsChange != nil {
+		j.o.OnJobsChange()
+	}
 }
 
 func (j *Jobs) location(s JobSpec) *time.Location {

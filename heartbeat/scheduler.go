@@ -30,6 +30,7 @@ type Scheduler struct {
 	hbEntry    cron.EntryID
 	jobEntries map[string]cron.EntryID
 	started    bool
+	stopped    bool // Stop ran: no further Start or Lead
 
 	wg       sync.WaitGroup
 	stopOnce sync.Once
@@ -93,7 +94,7 @@ func (c cronLogger) Error(err error, msg string, kv ...any) {
 // runs missed while the daemon was down. Stop ends it.
 func (s *Scheduler) Start(ctx context.Context) error {
 	s.mu.Lock()
-	if s.started {
+	if s.started || s.stopped {
 		s.mu.Unlock()
 		return errors.New("heartbeat: scheduler already started")
 	}
@@ -102,7 +103,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	l := cronLogger{s.log}
 	s.c = cron.New(cron.WithLocation(s.o.Location), cron.WithLogger(l),
 		cron.WithChain(cron.Recover(l), cron.SkipIfStillRunning(l)))
-	runCtx := s.ctx
+	runCtx, cancelRun := s.ctx, s.cancel
 	if err := s.scheduleHeartbeatLocked(s.o.Heartbeat); err != nil {
 		s.mu.Unlock()
 		return err
@@ -131,7 +132,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		defer s.wg.Done()
 		select {
 		case <-ctx.Done():
-			s.cancel()
+			cancelRun()
 		case <-runCtx.Done():
 		}
 	}()
@@ -183,6 +184,10 @@ func (s *Scheduler) SetHeartbeatConfig(c Config) error {
 // SetConfigJobs applies a reloaded jobs list.
 func (s *Scheduler) SetConfigJobs(list []JobSpec) error { return s.jobs.SetConfigJobs(list) }
 
+// Resync reschedules the jobs from the store (another replica changed
+// them); a no-op while the scheduler is not running.
+func (s *Scheduler) Resync() { s.syncJobs() }
+
 // syncJobs replaces the cron entries of the jobs with the current set.
 func (s *Scheduler) syncJobs() {
 	s.mu.Lock()
@@ -209,27 +214,58 @@ func (s *Scheduler) syncJobs() {
 	}
 }
 
+// Lead runs the scheduler until ctx ends, then stops it and waits for
+// running greetings and jobs: internal/daemon runs it under the cluster's
+// "scheduler" lease, so only the leader ticks. Unlike Start it may be
+// called again after it returned (the next leadership); every run begins
+// with the pass over missed runs, so what fell due during a handover is
+// handled under the usual misfire rules, and Options.Claimer keeps a slot
+// from firing twice across leaders.
+func (s *Scheduler) Lead(ctx context.Context) error {
+	if err := s.Start(ctx); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	s.halt()
+	return nil
+}
+
 // Stop stops the scheduler, cancels running greetings and jobs and waits for
 // them. It is idempotent and safe to call without Start.
 func (s *Scheduler) Stop() {
 	s.stopOnce.Do(func() {
 		s.mu.Lock()
-		c, cancel := s.c, s.cancel
+		s.stopped = true
 		s.mu.Unlock()
-		if cancel != nil {
-			cancel()
-		}
-		if c != nil {
-			<-c.Stop().Done()
-		}
-		s.wg.Wait()
-		if s.jobs != nil {
-			s.jobs.mu.Lock()
-			s.jobs.onChange = nil
-			s.jobs.mu.Unlock()
-		}
-		if c != nil {
-			s.log.Info("scheduler stopped")
-		}
+		s.halt()
 	})
+}
+
+// halt stops the cron scheduler and waits for what runs; Start may run
+// again afterwards (unless Stop was called).
+func (s *Scheduler) halt() {
+	s.mu.Lock()
+	c, cancel := s.c, s.cancel
+	s.c, s.cancel = nil, nil
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	if c != nil {
+		<-c.Stop().Done()
+	}
+	s.wg.Wait()
+	if s.jobs != nil {
+		s.jobs.mu.Lock()
+		s.jobs.onChange = nil
+		s.jobs.mu.Unlock()
+	}
+	s.mu.Lock()
+	s.started = false
+	s.hbEntry = 0
+	clear(s.jobEntries)
+	s.mu.Unlock()
+	if c != nil {
+		s.log.Info("scheduler stopped")
+	}
 }

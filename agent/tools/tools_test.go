@@ -1,12 +1,12 @@
 package tools
 
 import (
-	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/switchboard-bot/switchboard/agent"
 )
 
 func TestNewAndSchemas(t *testing.T) {
@@ -32,29 +32,20 @@ func TestNewAndSchemas(t *testing.T) {
 			if strings.TrimSpace(tool.Description()) == "" {
 				t.Error("empty description")
 			}
-			doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(tool.Schema()))
-			if err != nil {
-				t.Fatalf("schema is not JSON: %v", err)
-			}
-			c := jsonschema.NewCompiler()
-			loc := "mem://" + tool.Name() + ".json"
-			if err := c.AddResource(loc, doc); err != nil {
-				t.Fatal(err)
-			}
-			sch, err := c.Compile(loc)
-			if err != nil {
-				t.Fatalf("schema does not compile: %v", err)
+			// The registry the agent uses: compiles the schema and checks
+			// every call's arguments against it.
+			reg := agent.NewRegistry()
+			if err := reg.Register(tool); err != nil {
+				t.Fatalf("schema refused: %v", err)
 			}
 			ex := examples[tool.Name()]
 			for _, v := range ex.valid {
-				inst, _ := jsonschema.UnmarshalJSON(strings.NewReader(v))
-				if err := sch.Validate(inst); err != nil {
+				if err := reg.Validate(tool.Name(), json.RawMessage(v)); err != nil {
 					t.Errorf("valid args %s rejected: %v", v, err)
 				}
 			}
 			for _, v := range ex.invalid {
-				inst, _ := jsonschema.UnmarshalJSON(strings.NewReader(v))
-				if err := sch.Validate(inst); err == nil {
+				if err := reg.Validate(tool.Name(), json.RawMessage(v)); err == nil {
 					t.Errorf("invalid args %s accepted", v)
 				}
 			}

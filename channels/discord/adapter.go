@@ -137,6 +137,12 @@ type Options struct {
 	// AllowBots passes other bots' messages to the sink (flagged IsBot);
 	// otherwise they are dropped here.
 	AllowBots bool
+	// ShardID and ShardCount make Run connect as gateway shard ShardID of
+	// ShardCount (IDENTIFY's "shard"; Discord routes a guild's events to
+	// shard (guild_id >> 22) % ShardCount, DMs to shard 0). ShardCount 0
+	// or 1 is an unsharded connection. Each shard is its own Adapter; any
+	// of them sends.
+	ShardID, ShardCount int
 	// EditInterval is the minimum time between edits of one message's chat.
 	EditInterval time.Duration
 	// MaxMediaBytes caps each downloaded image (0: 8 MiB; negative: no media).
@@ -222,6 +228,9 @@ type Adapter struct {
 	chans   map[string]chanInfo
 	cursors map[string]*cursor
 	saveMu  sync.Mutex // orders cursor saves (cursors.go)
+	// cursorGen counts channels added to cursors (under mu); savedGen is
+	// the cursorGen of the last snapshot written (under saveMu).
+	cursorGen, savedGen uint64
 }
 
 var (
@@ -240,7 +249,7 @@ func New(opts Options) (*Adapter, error) {
 	log := opts.Logger
 	c := &Adapter{
 		opts:    opts,
-		log:     log.With("channel", Name),
+		log:     shardLog(log.With("channel", Name), opts),
 		token:   "Bot " + opts.Token,
 		client:  opts.client(),
 		guilds:  map[string]bool{},
@@ -252,6 +261,14 @@ func New(opts Options) (*Adapter, error) {
 	}
 	c.rest = c.newSession()
 	return c, nil
+}
+
+// shardLog names the shard in a sharded adapter's log lines.
+func shardLog(l *slog.Logger, o Options) *slog.Logger {
+	if o.ShardCount > 1 {
+		return l.With("shard", fmt.Sprintf("%d/%d", o.ShardID, o.ShardCount))
+	}
+	return l
 }
 
 // bareToken is the token without spaces around it and without "Bot ".
@@ -270,6 +287,9 @@ func (o Options) validate() error {
 			return fmt.Errorf("discord: api_url %q must be scheme://host[:port] (e.g. http://127.0.0.1:9001)", o.APIURL)
 		}
 	}
+	if o.ShardCount > 1 && (o.ShardID < 0 || o.ShardID >= o.ShardCount) {
+		return fmt.Errorf("discord: shard %d is outside 0..%d", o.ShardID, o.ShardCount-1)
+	}
 	if o.GatewayURL != "" {
 		u, err := url.Parse(o.GatewayURL)
 		if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" {
@@ -277,6 +297,16 @@ func (o Options) validate() error {
 		}
 	}
 	return nil
+}
+
+// keepAliveTransport is net/http's default transport keeping as many idle
+// connections per host as intake lanes may send at once: with the default
+// of 2, every further concurrent send opened (and TLS-handshook) a
+// connection and closed it after one call.
+func keepAliveTransport() *http.Transport {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 2 * DefaultIntakeWorkers
+	return tr
 }
 
 // client is the HTTP client discordgo uses: a copy of HTTPClient whose
@@ -289,7 +319,7 @@ func (o Options) client() *http.Client {
 	}
 	base := o.HTTPClient
 	if base == nil {
-		base = &http.Client{}
+		base = &http.Client{Transport: keepAliveTransport()}
 	}
 	cl := *base
 	rt := base.Transport
@@ -360,6 +390,9 @@ func (c *Adapter) newSession() *discordgo.Session {
 	s.SyncEvents = true
 	s.StateEnabled = false
 	s.Identify.Intents = Intents
+	if c.opts.ShardCount > 1 {
+		s.ShardID, s.ShardCount = c.opts.ShardID, c.opts.ShardCount
+	}
 	return s
 }
 

@@ -52,33 +52,49 @@ func (c *Adapter) loadCursors(ctx context.Context) {
 	}
 }
 
-// snapshotCursors returns the tracked cursors as saved.
-func (c *Adapter) snapshotCursors() map[string]string {
+// snapshotCursors returns the tracked cursors as saved, and the number of
+// channels ever added to them when it was taken (cursorGen).
+func (c *Adapter) snapshotCursors() (map[string]string, uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := make(map[string]string, len(c.cursors))
 	for id, cur := range c.cursors {
 		out[id] = cur.last
 	}
-	return out
+	return out, c.cursorGen
 }
 
-// saveCursors writes the cursors now (a new channel appeared).
+// saveCursors writes the cursors now (a new channel appeared), unless a
+// write that started after the caller's channel was added already saved it.
+//
+// Lanes save concurrently, one at a time (the snapshot and its write go
+// together, so an older snapshot never overwrites a newer one). When many
+// new channels arrive at once (a burst of first DMs, a restart), each used
+// to wait for every earlier save's fsynced write: Discord intake ran one new
+// channel per commit. Now the lanes that waited behind a save find their
+// channel in it and go on.
 func (c *Adapter) saveCursors(ctx context.Context) {
 	if c.opts.Cursors == nil {
 		return
 	}
-	// Lanes save concurrently: the snapshot and its write go together, so an
-	// older snapshot never overwrites a newer one.
+	c.mu.Lock()
+	need := c.cursorGen // includes the caller's channel, added before this call
+	c.mu.Unlock()
 	c.saveMu.Lock()
 	defer c.saveMu.Unlock()
-	raw, err := json.Marshal(c.snapshotCursors())
+	if c.savedGen >= need {
+		return
+	}
+	snap, gen := c.snapshotCursors()
+	raw, err := json.Marshal(snap)
 	if err != nil {
 		return
 	}
 	if err := c.opts.Cursors.KVPut(ctx, cursorsKey, raw); err != nil {
 		c.log.Warn("discord: saving cursors failed", "err", err)
+		return
 	}
+	c.savedGen = gen
 }
 
 // flushCursors saves the cursors every CursorFlush while ctx lives, and once
@@ -93,7 +109,8 @@ func (c *Adapter) flushCursors(ctx context.Context) {
 	save := func(ctx context.Context) {
 		c.saveMu.Lock()
 		defer c.saveMu.Unlock()
-		raw, err := json.Marshal(c.snapshotCursors())
+		snap, gen := c.snapshotCursors()
+		raw, err := json.Marshal(snap)
 		if err != nil || string(raw) == string(last) {
 			return
 		}
@@ -102,6 +119,7 @@ func (c *Adapter) flushCursors(ctx context.Context) {
 			return
 		}
 		last = raw
+		c.savedGen = max(c.savedGen, gen)
 	}
 	for {
 		select {
@@ -143,6 +161,7 @@ func (c *Adapter) setCursor(id, last string) {
 		}
 		cur = &cursor{}
 		c.cursors[id] = cur
+		c.cursorGen++
 	}
 	if cur.last == "" || snowLess(cur.last, last) {
 		cur.last = last

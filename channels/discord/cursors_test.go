@@ -2,6 +2,8 @@ package discord
 
 import (
 	"context"
+	"encoding/json"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -68,5 +70,59 @@ func TestMessagesSentWhileStoppedAreFetchedAfterRestart(t *testing.T) {
 		if m.MessageID == first.ID {
 			t.Fatalf("the message handled before the restart was delivered again: %s", fmtMsgs(got))
 		}
+	}
+}
+
+// slowKV is a CursorStore whose writes take a while (an fsynced commit) and
+// are counted.
+type slowKV struct {
+	memKV
+	puts  int
+	delay time.Duration
+}
+
+func (k *slowKV) KVPut(ctx context.Context, key string, val []byte) error {
+	time.Sleep(k.delay)
+	k.mu.Lock()
+	k.puts++
+	k.mu.Unlock()
+	return k.memKV.KVPut(ctx, key, val)
+}
+
+// TestNewChannelsBurstSavesTogether: many channels seen for the first time at
+// once (a burst of first DMs) are each saved before their message goes on,
+// without one store write per channel in a row: lanes waiting behind a save
+// find their channel in it.
+func TestNewChannelsBurstSavesTogether(t *testing.T) {
+	t.Parallel()
+	kv := &slowKV{memKV: memKV{m: map[string][]byte{}}, delay: 5 * time.Millisecond}
+	c, err := New(Options{Token: testToken, Cursors: kv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const channels = 32
+	var wg sync.WaitGroup
+	missing := make(chan string, channels)
+	for i := range channels {
+		id := strconv.Itoa(1000 + i)
+		wg.Go(func() {
+			c.setCursor(id, "99")
+			c.saveCursors(context.Background())
+			raw, _, _ := kv.KVGet(context.Background(), cursorsKey)
+			var saved map[string]string
+			if json.Unmarshal(raw, &saved) != nil || saved[id] != "99" {
+				missing <- id
+			}
+		})
+	}
+	wg.Wait()
+	close(missing)
+	for id := range missing {
+		t.Errorf("channel %s was not saved when its save returned", id)
+	}
+	kv.mu.Lock()
+	defer kv.mu.Unlock()
+	if kv.puts >= channels/2 {
+		t.Errorf("%d store writes for %d new channels", kv.puts, channels)
 	}
 }

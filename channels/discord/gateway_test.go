@@ -2,6 +2,7 @@ package discord
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -217,5 +218,43 @@ func TestReconnectAndInvalidSessionOpcodes(t *testing.T) {
 	}
 	if !slices.Contains(h.fake.ClientCloseCodes(), 1012) {
 		t.Errorf("close codes %v; want 1012 after op 7", h.fake.ClientCloseCodes())
+	}
+}
+
+// A sharded adapter identifies as its shard (Discord then routes it that
+// shard's guilds); an unsharded one sends no shard field.
+func TestShardIdentifiesAsItsShard(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name      string
+		id, count int
+		want      string // the IDENTIFY "shard" field, "" = absent
+	}{
+		{"unsharded", 0, 1, ""},
+		{"second of two", 1, 2, "[1,2]"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := start(t, fakediscord.Options{}, func(o *Options) { o.ShardID, o.ShardCount = tc.id, tc.count })
+			ids := h.fake.Identifies()
+			if len(ids) != 1 {
+				t.Fatalf("%d IDENTIFYs", len(ids))
+			}
+			var d struct {
+				Shard json.RawMessage `json:"shard"`
+			}
+			if err := json.Unmarshal(ids[0].Raw, &d); err != nil {
+				t.Fatal(err)
+			}
+			if got := string(d.Shard); got != tc.want {
+				t.Fatalf("IDENTIFY shard = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestShardOutOfRangeRefused(t *testing.T) {
+	if _, err := New(Options{Token: "x", ShardID: 2, ShardCount: 2}); err == nil || !strings.Contains(err.Error(), "shard 2") {
+		t.Fatalf("New with shard 2 of 2: %v", err)
 	}
 }

@@ -256,7 +256,12 @@ func (o Options) withDefaults() Options {
 		o.MaxMediaBytes = 20 << 20
 	}
 	if o.HTTPClient == nil {
-		o.HTTPClient = &http.Client{Timeout: 30 * time.Second}
+		// As many idle connections per host as intake lanes may send at
+		// once: with net/http's default of 2, every further concurrent call
+		// opened (and TLS-handshook) a connection and closed it afterwards.
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = 2 * DefaultIntakeWorkers
+		o.HTTPClient = &http.Client{Timeout: 30 * time.Second, Transport: tr}
 	}
 	if o.Now == nil {
 		o.Now = time.Now

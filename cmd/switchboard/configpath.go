@@ -129,6 +129,9 @@ func (a *app) loadConfig() (*config.Config, error) {
 // command never creates a data directory (and never answers "nothing" from
 // an empty database in the wrong place).
 func requireData(cfg *config.Config) error {
+	if cfg.Storage.Backend == "postgres" {
+		return nil // the database exists or Open says why not
+	}
 	db := cfg.DBPath()
 	if _, err := os.Stat(db); errors.Is(err, os.ErrNotExist) {
 		where := "the built-in defaults"
@@ -138,4 +141,13 @@ func requireData(cfg *config.Config) error {
 		return fmt.Errorf("no data yet: %s does not exist (config: %s); start the daemon once with this config, or point --data-dir / bot.data_dir at the existing data", db, where)
 	}
 	return nil
+}
+
+// storeName names the store for messages: the bolt file, or the PostgreSQL
+// database (never its URL, which holds a password).
+func storeName(cfg *config.Config) string {
+	if cfg.Storage.Backend == "postgres" {
+		return "the PostgreSQL database (storage.postgres.url)"
+	}
+	return cfg.DBPath()
 }

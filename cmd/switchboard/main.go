@@ -70,7 +70,7 @@ file it used. Exit codes: 0 success, 1 runtime failure, 2 usage or configuration
 	runCmd := a.runCmd()
 	root.RunE = runCmd.RunE
 	root.Flags().AddFlagSet(runCmd.Flags())
-	root.AddCommand(runCmd, a.chatCmd(), a.askCmd(), a.configCmd(), a.sessionsCmd(), a.pairingCmd(), a.statusCmd(), a.jobsCmd(), a.auditCmd(), a.doctorCmd(), a.personasCmd(), a.promptCmd(), a.versionCmd(), a.healthcheckCmd(), a.mcpCmd())
+	root.AddCommand(runCmd, a.chatCmd(), a.askCmd(), a.configCmd(), a.sessionsCmd(), a.pairingCmd(), a.statusCmd(), a.jobsCmd(), a.auditCmd(), a.doctorCmd(), a.personasCmd(), a.promptCmd(), a.versionCmd(), a.healthcheckCmd(), a.mcpCmd(), a.storageCmd(), a.clusterCmd())
 	wireUsage(root)
 	return root
 }

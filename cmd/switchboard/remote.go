@@ -82,7 +82,7 @@ func (a *app) locate(n need) (*config.Config, *daemonClient, error) {
 	case errors.Is(err, memory.ErrInUse):
 		c, cerr := newDaemonClient(cfg)
 		if cerr != nil {
-			return cfg, nil, fmt.Errorf("%w\nthe daemon is running and holds %s, and %v", err, cfg.DBPath(), cerr)
+			return cfg, nil, fmt.Errorf("%w\nthe daemon is running and holds %s, and %v", err, storeName(cfg), cerr)
 		}
 		return cfg, c, nil
 	case err != nil:

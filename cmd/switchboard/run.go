@@ -104,6 +104,7 @@ func (a *app) serve(ctx context.Context, opts daemon.Options, log *slog.Logger) 
 	done := make(chan struct{})
 	defer close(done)
 	go a.interrupts(sigs, done, d, opts.ConsoleScreen, cancel)
+	go releaseStartupMemory(ctx, d) // ends with ctx at the latest
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)

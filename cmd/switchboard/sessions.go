@@ -25,7 +25,7 @@ func openStore(cfg *config.Config) (memory.Store, error) {
 	}
 	st, err := daemon.OpenStore(cfg, nil)
 	if errors.Is(err, memory.ErrInUse) {
-		return nil, fmt.Errorf("%w\nthe daemon is running and holds %s: stop it first, or use `switchboard status` / the /admin endpoints", err, cfg.DBPath())
+		return nil, fmt.Errorf("%w\nthe daemon is running and holds %s: stop it first, or use `switchboard status` / the /admin endpoints", err, storeName(cfg))
 	}
 	return st, err
 }

@@ -47,6 +47,7 @@ func Default() *Config {
 		Jobs: []Job{},
 		Server: Server{
 			Listen: "127.0.0.1:8787",
+			UI:     true,
 		},
 		Log: Log{Level: "info", Format: "text"},
 		Retention: Retention{
@@ -56,6 +57,7 @@ func Default() *Config {
 			RunsPerJob:      100,
 		},
 		Storage: Storage{Backend: "bolt"},
+		Cluster: Cluster{LeaseTTL: 15 * time.Second},
 		MCP:     MCP{Servers: map[string]MCPServer{}},
 	}
 }
@@ -103,6 +105,7 @@ func defaultAgent() Agent {
 func defaultChannels() Channels {
 	return Channels{
 		Console: Console{Enabled: true},
+		Web:     Web{Enabled: true},
 		Telegram: Telegram{
 			Mode:          "polling",
 			EditInterval:  time.Second,
@@ -113,6 +116,7 @@ func defaultChannels() Channels {
 			Guilds:        []string{},
 			EditInterval:  time.Second,
 			MaxMediaBytes: 10 * mib,
+			Shards:        1,
 		},
 		Slack: Slack{
 			Mode:          "socket",
@@ -140,4 +144,5 @@ var envDefaults = []struct{ key, env string }{
 	{"channels.slack.bot_token", "SLACK_BOT_TOKEN"},
 	{"channels.slack.app_token", "SLACK_APP_TOKEN"},
 	{"channels.slack.signing_secret", "SLACK_SIGNING_SECRET"},
+	{"storage.postgres.url", "DATABASE_URL"},
 }

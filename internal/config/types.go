@@ -22,6 +22,7 @@ type Config struct {
 	Log       Log       `yaml:"log"`
 	Retention Retention `yaml:"retention"`
 	Storage   Storage   `yaml:"storage"`
+	Cluster   Cluster   `yaml:"cluster"`
 	MCP       MCP       `yaml:"mcp"`
 
 	// Path is the file the configuration was loaded from ("" for Default()).
@@ -141,6 +142,14 @@ type Channels struct {
 	Telegram Telegram `yaml:"telegram"`
 	Discord  Discord  `yaml:"discord"`
 	Slack    Slack    `yaml:"slack"`
+	Web      Web      `yaml:"web"`
+}
+
+// Web is the web console's chat channel (served under /ui/ when server.ui is
+// on; its user is the logged-in operator, never gated). Enabled defaults to
+// true; the channel runs only while server.ui is on too.
+type Web struct {
+	Enabled bool `yaml:"enabled"`
 }
 
 // Console is the local terminal adapter.
@@ -170,6 +179,9 @@ type Discord struct {
 	Guilds        []string      `yaml:"guilds"`      // empty = every guild the bot is in
 	EditInterval  time.Duration `yaml:"edit_interval"`
 	MaxMediaBytes int           `yaml:"max_media_bytes"`
+	// Shards is the number of gateway shards (default 1); with replicas
+	// each shard is a lease some replica holds.
+	Shards int `yaml:"shards"`
 }
 
 // Slack configures the Slack adapter.
@@ -237,6 +249,9 @@ func (j Job) AtTime() (time.Time, bool) {
 type Server struct {
 	Listen     string `yaml:"listen"` // host:port; "" = no listener
 	AdminToken Secret `yaml:"admin_token"`
+	// UI serves the web console under /ui/ (default true). Off loopback it
+	// needs admin_token, or the daemon leaves it off and says why.
+	UI bool `yaml:"ui"`
 }
 
 // Log configures log/slog output.
@@ -269,9 +284,28 @@ type Retention struct {
 // Storage picks the storage backend.
 type Storage struct {
 	// Backend is the memory.Store implementation: "bolt" (the embedded
-	// BoltDB file at <data_dir>/switchboard.db, the default). "postgres"
-	// comes in a later release.
+	// BoltDB file at <data_dir>/switchboard.db, the default) or "postgres"
+	// (memory/postgres: replicas share one database).
 	Backend string `yaml:"backend"`
+	// Postgres configures the postgres backend.
+	Postgres StoragePostgres `yaml:"postgres"`
+}
+
+// Cluster configures replicas sharing one PostgreSQL database
+// (storage.backend postgres; unused with bolt).
+type Cluster struct {
+	// LeaseTTL is how long a lease (scheduler leadership, Telegram polling,
+	// a Discord shard) lives unrenewed: a dead replica's leases are taken
+	// over within it. Default 15s.
+	LeaseTTL time.Duration `yaml:"lease_ttl"`
+}
+
+// StoragePostgres is storage.postgres.
+type StoragePostgres struct {
+	// URL is the database URL (postgres://user:password@host:5432/db or a
+	// key=value DSN); a secret, since it usually carries the password.
+	// Default ${DATABASE_URL}.
+	URL Secret `yaml:"url"`
 }
 
 // ResolvePath resolves a path from the configuration (bot.data_dir,

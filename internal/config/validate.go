@@ -378,6 +378,7 @@ func (v *validator) channels() {
 	}
 	v.nonNegativeDur("channels.discord.edit_interval", d.EditInterval)
 	v.nonNegative("channels.discord.max_media_bytes", d.MaxMediaBytes)
+	v.positive("channels.discord.shards", d.Shards)
 	if d.Enabled {
 		v.required("channels.discord.token", d.Token.IsSet(), "channels.discord is enabled")
 	}
@@ -499,15 +500,30 @@ func (v *validator) logAndRetention() {
 	v.nonNegative("retention.audit_max_records", r.AuditMaxRecords)
 	v.positive("retention.runs_per_job", r.RunsPerJob)
 	v.storage()
+	// Below a second, renewals (every lease_ttl/3) would hammer the
+	// database and a slow query would cost the lease.
+	if l := v.c.Cluster.LeaseTTL; l < time.Second {
+		v.fail("cluster.lease_ttl", "%s is too short: at least 1s (default 15s)", l)
+	}
 }
 
-// storage names the allowed backends; postgres is announced, not yet built.
+// storage names the allowed backends; postgres needs its URL (never
+// printed: it holds the password).
 func (v *validator) storage() {
-	if b := v.c.Storage.Backend; b == "postgres" {
-		v.fail("storage.backend", "%q is not available yet (it comes in a later release); allowed: bolt", b)
+	v.oneOf("storage.backend", v.c.Storage.Backend, "bolt", "postgres")
+	if v.c.Storage.Backend != "postgres" {
 		return
 	}
-	v.oneOf("storage.backend", v.c.Storage.Backend, "bolt")
+	url := v.c.Storage.Postgres.URL
+	v.required("storage.postgres.url", url.IsSet(), "storage.backend is postgres")
+	if !url.IsSet() {
+		return
+	}
+	if scheme, _, ok := strings.Cut(url.Value(), "://"); ok && scheme != "postgres" && scheme != "postgresql" {
+		v.fail("storage.postgres.url", "must be a postgres:// or postgresql:// URL (or a key=value DSN), got scheme %q", truncate(scheme, 20))
+	} else if !ok && !strings.Contains(url.Value(), "=") {
+		v.fail("storage.postgres.url", "must be a postgres:// URL or a key=value DSN such as \"host=db dbname=switchboard\"")
+	}
 }
 
 // CheckTimezone accepts "", "Local", "UTC" and IANA names.

@@ -22,9 +22,11 @@ import (
 	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/channels/console"
 	"github.com/switchboard-bot/switchboard/channels/hub"
+	"github.com/switchboard-bot/switchboard/channels/web"
 	"github.com/switchboard-bot/switchboard/heartbeat"
 	"github.com/switchboard-bot/switchboard/internal/config"
 	"github.com/switchboard-bot/switchboard/internal/metrics"
+	"github.com/switchboard-bot/switchboard/internal/ui"
 	"github.com/switchboard-bot/switchboard/memory"
 )
 
@@ -75,6 +77,10 @@ type Daemon struct {
 	chans    []channels.Channel
 	opts     Options
 	term     *console.Terminal // the console: the terminal, or a headless one serving remote chats
+	web      *web.Adapter      // the web console's chat channel (web.go); nil when off
+	console  consoleParts      // the web console (ui.go)
+	cluster  clusterState      // replicas (cluster.go); zero with bolt
+	claims   *sessionClaims    // per-session claims with replicas (claims.go); nil with bolt
 
 	mu     sync.Mutex
 	sups   map[string]*supervisor
@@ -111,10 +117,15 @@ func New(ctx context.Context, o Options) (*Daemon, error) {
 		return nil, err
 	}
 	d := &Daemon{log: o.Logger, store: core.Store, core: core, personas: core.Personas,
-		metrics: metrics.New(), opts: o, sups: map[string]*supervisor{}, ready: make(chan struct{}), quit: make(chan struct{})}
+		metrics: metrics.New(), console: consoleParts{stats: ui.NewStats(o.Now)}, opts: o, sups: map[string]*supervisor{}, ready: make(chan struct{}), quit: make(chan struct{})}
 	d.cfgp.Store(cfg)
 	d.agent.p.Store(core.Agent)
+	if err := d.openCluster(cfg); err != nil {
+		core.Close()
+		return nil, err
+	}
 	d.handler = hub.NewHandler(hub.HandlerOptions{
+		Claims:             d.sessionClaims(), // nil with bolt: one process
 		Store:              core.Store,
 		Agent:              &d.agent,
 		Access:             accessPolicy(cfg),
@@ -123,7 +134,7 @@ func New(ctx context.Context, o Options) (*Daemon, error) {
 		MaxTurnChars:       cfg.Agent.MaxTurnChars,
 		ApprovalTimeout:    cfg.Agent.ApprovalTimeout,
 		Outbound:           hub.NewOutbound(core.Store, hub.OutboundOptions{Logger: o.Logger, Observer: d.metrics, MaxChunks: cfg.Agent.MaxAnswerChunks}),
-		Observer:           d.metrics,
+		Observer:           d.hubObserver(),
 		Personas:           core.Personas,
 		Admin:              hubAdmin{d},
 		Formatting:         formattingHints,
@@ -132,6 +143,7 @@ func New(ctx context.Context, o Options) (*Daemon, error) {
 		Now:                o.Now,
 	})
 	if err := d.buildScheduler(core); err != nil {
+		d.closeCluster()
 		core.Close()
 		return nil, err
 	}
@@ -141,6 +153,7 @@ func New(ctx context.Context, o Options) (*Daemon, error) {
 		func() float64 { return float64(d.handler.Stats().ActiveSessions) })
 	chs, err := d.buildChannels(ctx)
 	if err != nil {
+		d.closeCluster()
 		core.Close()
 		return nil, err
 	}
@@ -166,6 +179,7 @@ var formattingHints = map[string]string{
 	"slack":    "Slack: your Markdown is converted to Slack mrkdwn; use bold, italic, code, code blocks, links and simple lists; no tables or headings.",
 	"discord":  "Discord: Discord Markdown is shown as is; keep answers under a few paragraphs; no tables.",
 	"console":  "Terminal: plain text with light Markdown.",
+	"web":      "Web console: Markdown is rendered (no raw HTML); code blocks, lists and links are fine.",
 }
 
 // config returns the configuration in force (swapped by Reload).
@@ -214,11 +228,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 	background.Go(func() { d.watch(runCtx) })
 	background.Go(func() { d.prune(runCtx) })
 	background.Go(func() { d.probeStorage(runCtx) })
-	if err := d.sched.Start(runCtx); err != nil {
-		d.log.Error("start the scheduler", "err", err)
+	d.startScheduler(runCtx, &background) // under the scheduler lease with replicas (cluster.go)
+	if d.claims != nil {
+		background.Go(func() { d.claims.run(runCtx, d.handler) }) // NOTIFY wake-ups and takeover sweeps (claims.go)
 	}
 	for _, ch := range d.chans {
-		sup := newSupervisor(ch, d.handler, d.log, d.opts.RestartBackoff, time.Minute)
+		sup := d.superviseChannel(ch)
 		d.mu.Lock()
 		d.sups[ch.Name()] = sup
 		d.mu.Unlock()
@@ -242,6 +257,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.core.MCP.Close() // every MCP child process, reaped
 	cancelChannels()
 	background.Wait()
+	d.closeCluster() // every lease holder has returned
+	d.stopWeb()
 	d.stopHTTP()
 	if err := d.store.Close(); err != nil {
 		d.log.Error("close store", "err", err)
@@ -290,6 +307,9 @@ func (d *Daemon) buildChannels(ctx context.Context) ([]channels.Channel, error) 
 	if d.opts.OnlyConsole {
 		return out, nil
 	}
+	if w := d.buildWeb(cfg); w != nil {
+		out = append(out, w)
+	}
 	platform, err := d.platformChannels(ctx)
 	if err != nil {
 		return nil, err
@@ -317,7 +337,7 @@ func (d *Daemon) supervisorsByName() map[string]*supervisor {
 }
 
 // Close releases a daemon that was built but never run (CLI one-offs).
-func (d *Daemon) Close() error { d.core.MCP.Close(); return d.store.Close() }
+func (d *Daemon) Close() error { d.core.MCP.Close(); d.closeCluster(); return d.store.Close() }
 
 // Metrics returns the daemon's metrics.
 func (d *Daemon) Metrics() *metrics.Metrics { return d.metrics }

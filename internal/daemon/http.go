@@ -45,11 +45,13 @@ func (d *Daemon) startHTTP() error {
 	mux.Handle("GET /admin/mcp", d.admin(http.HandlerFunc(d.serveMCP)))
 	mux.Handle("POST /admin/jobs/{action}", d.admin(http.HandlerFunc(d.serveJobAction)))
 	d.registerAdminAPI(mux, d.admin)
+	d.mountUI(mux)
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s (server.listen): %w", listen, err)
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv.RegisterOnShutdown(d.closeUI)
 	d.mu.Lock()
 	d.server, d.addr = srv, ln.Addr()
 	d.mu.Unlock()

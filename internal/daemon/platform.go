@@ -78,12 +78,7 @@ func (d *Daemon) buildPlatform(cfg *config.Config, name string) (channels.Channe
 			GlobalRate: sendRate(c.Telegram.Rate.Global), GlobalBurst: c.Telegram.Rate.GlobalBurst,
 		})
 	case "discord":
-		ch, err = discord.New(discord.Options{
-			Token: c.Discord.Token.Value(), APIURL: c.Discord.APIURL, GatewayURL: c.Discord.GatewayURL,
-			Guilds: c.Discord.Guilds, AllowBots: cfg.Access.AllowBots, EditInterval: c.Discord.EditInterval,
-			MaxMediaBytes: int64(c.Discord.MaxMediaBytes), HTTPClient: d.opts.HTTPClient, Logger: d.log,
-			Cursors: d.store,
-		})
+		ch, err = discord.New(d.discordOptions(cfg, 0)) // shard 0; cluster.go builds the others
 	case "slack":
 		threads := c.Slack.ThreadReplies
 		ch, err = slack.New(slack.Options{
@@ -99,6 +94,18 @@ func (d *Daemon) buildPlatform(cfg *config.Config, name string) (channels.Channe
 		return nil, fmt.Errorf("channels.%s: %w", name, err)
 	}
 	return ch, nil
+}
+
+// discordOptions are the Discord adapter's options for gateway shard
+// shard of channels.discord.shards; each shard keeps its own cursors.
+func (d *Daemon) discordOptions(cfg *config.Config, shard int) discord.Options {
+	c := cfg.Channels.Discord
+	return discord.Options{
+		Token: c.Token.Value(), APIURL: c.APIURL, GatewayURL: c.GatewayURL,
+		Guilds: c.Guilds, AllowBots: cfg.Access.AllowBots, EditInterval: c.EditInterval,
+		MaxMediaBytes: int64(c.MaxMediaBytes), HTTPClient: d.opts.HTTPClient, Logger: d.log,
+		Cursors: shardCursors(d.store, shard, c.Shards), ShardID: shard, ShardCount: c.Shards,
+	}
 }
 
 // sendRate turns a configured messages-per-second rate into a limiter rate:

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	"github.com/switchboard-bot/switchboard/agent"
 	"github.com/switchboard-bot/switchboard/internal/config"
@@ -247,7 +246,7 @@ func (d *Daemon) restartChannel(cfg *config.Config, name string) error {
 	if runCtx == nil {
 		return nil // not running yet: Run starts it
 	}
-	sup := newSupervisor(ch, d.handler, d.log, d.opts.RestartBackoff, time.Minute)
+	sup := d.superviseChannel(ch)
 	d.mu.Lock()
 	d.sups[name] = sup
 	d.mu.Unlock()

@@ -42,10 +42,13 @@ func (d *Daemon) buildScheduler(core *Core) error {
 			}
 			return p.Greeting
 		},
-		Alert:  d.alertAdmins,
-		OnRun:  d.metrics.ScheduledRun,
-		Now:    d.opts.Now,
-		Logger: d.log,
+		Alert:   d.alertAdmins,
+		Claimer: d.slotClaimer(),
+		// With replicas, the leader reschedules jobs changed elsewhere.
+		OnJobsChange: d.jobsChanged,
+		OnRun:        d.metrics.ScheduledRun,
+		Now:          d.opts.Now,
+		Logger:       d.log,
 	})
 	if err != nil {
 		return fmt.Errorf("build the scheduler: %w", err)

@@ -24,7 +24,10 @@ func (d *Daemon) statusFacts(ctx context.Context) string {
 	for _, n := range names {
 		st := states[n]
 		health := "connected"
-		if !st.Ready {
+		switch {
+		case st.Standby:
+			health = "standby (another replica holds its lease)"
+		case !st.Ready:
 			health = "not connected"
 		}
 		fmt.Fprintf(&b, "channel %s: %s", n, health)
@@ -46,6 +49,7 @@ func (d *Daemon) statusFacts(ctx context.Context) string {
 	if sessions, err := d.store.ListSessions(ctx); err == nil {
 		fmt.Fprintf(&b, "sessions: %d\n", len(sessions))
 	}
+	b.WriteString(d.clusterFacts(ctx))
 	return b.String()
 }
 

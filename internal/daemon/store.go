@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"time"
@@ -8,12 +9,14 @@ import (
 	"github.com/switchboard-bot/switchboard/internal/config"
 	"github.com/switchboard-bot/switchboard/memory"
 	"github.com/switchboard-bot/switchboard/memory/bolt"
+	"github.com/switchboard-bot/switchboard/memory/postgres"
 )
 
 // OpenStore opens the memory.Store that config `storage.backend` names, with
 // the config's retention: "bolt" (or empty, a Config built in code) is
-// <data_dir>/switchboard.db. The daemon and the CLI's store-backed commands
-// open storage only through here.
+// <data_dir>/switchboard.db; "postgres" is the database at
+// storage.postgres.url (memory/postgres, migrated on open). The daemon and
+// the CLI's store-backed commands open storage only through here.
 func OpenStore(cfg *config.Config, log *slog.Logger) (memory.Store, error) {
 	opts := memory.Options{
 		Timeout:         time.Second,
@@ -33,7 +36,20 @@ func OpenStore(cfg *config.Config, log *slog.Logger) (memory.Store, error) {
 			return nil, fmt.Errorf("open the data store: %w", err)
 		}
 		return st, nil
+	case "postgres":
+		// Connecting and migrating; the URL's connect_timeout bounds each try.
+		ctx, cancel := context.WithTimeout(context.Background(), postgresOpenTimeout)
+		defer cancel()
+		st, err := postgres.Open(ctx, cfg.Storage.Postgres.URL.Value(), opts)
+		if err != nil {
+			return nil, fmt.Errorf("open the data store: %w", err)
+		}
+		return st, nil
 	default:
-		return nil, fmt.Errorf("open the data store: storage.backend %q is not available (allowed: bolt; postgres comes in a later release)", b)
+		return nil, fmt.Errorf("open the data store: storage.backend %q is not available (allowed: bolt, postgres)", b)
 	}
 }
+
+// postgresOpenTimeout bounds connecting to PostgreSQL and migrating its
+// schema at start (a replica waits here while another one migrates).
+const postgresOpenTimeout = 2 * time.Minute

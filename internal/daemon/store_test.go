@@ -23,11 +23,11 @@ func TestOpenStorePicksBackendFromConfig(t *testing.T) {
 	}
 	_ = st.Close()
 
-	cfg.Storage.Backend = "postgres"
-	if st, err := OpenStore(cfg, nil); err == nil || !strings.Contains(err.Error(), "later release") {
+	cfg.Storage.Backend = "postgres" // without storage.postgres.url
+	if st, err := OpenStore(cfg, nil); err == nil || !strings.Contains(err.Error(), "empty URL") {
 		if st != nil {
 			_ = st.Close()
 		}
-		t.Errorf("OpenStore(postgres) err = %v, want a not-yet-available error", err)
+		t.Errorf("OpenStore(postgres) without a URL: err = %v, want an empty-URL error", err)
 	}
 }

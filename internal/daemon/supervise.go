@@ -19,6 +19,11 @@ type supervisor struct {
 	log        *slog.Logger
 	base, max  time.Duration
 	resetAfter time.Duration
+	// runFn, if set, replaces ch.Run; health, if set, replaces the
+	// channel's readiness: ready, or standby (waiting for a lease another
+	// replica holds, which leaves this replica ready). cluster.go sets them.
+	runFn  func(ctx context.Context, sink channels.Sink) error
+	health func() (ready, standby bool)
 
 	mu       sync.Mutex
 	running  bool
@@ -31,6 +36,7 @@ type supervisor struct {
 type supervisorState struct {
 	Running  bool
 	Ready    bool
+	Standby  bool // another replica runs it (its lease); Ready too
 	Restarts int
 	LastErr  string
 }
@@ -107,6 +113,9 @@ func (s *supervisor) run(ctx context.Context) (err error) {
 			err = &panicError{value: r}
 		}
 	}()
+	if s.runFn != nil {
+		return s.runFn(ctx, s.sink)
+	}
 	return s.ch.Run(ctx, s.sink)
 }
 
@@ -127,7 +136,11 @@ func (s *supervisor) state() supervisorState {
 	}
 	s.mu.Unlock()
 	st.Ready = st.Running
-	if r, ok := s.ch.(channels.Readiness); ok {
+	if s.health != nil {
+		ready, standby := s.health()
+		st.Standby = st.Running && standby
+		st.Ready = st.Running && (ready || standby)
+	} else if r, ok := s.ch.(channels.Readiness); ok {
 		st.Ready = st.Running && r.Ready()
 	}
 	return st

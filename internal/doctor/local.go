@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,10 +11,12 @@ import (
 	"regexp"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/switchboard-bot/switchboard/internal/config"
 	"github.com/switchboard-bot/switchboard/memory"
 	"github.com/switchboard-bot/switchboard/memory/bolt"
+	"github.com/switchboard-bot/switchboard/memory/postgres"
 	"github.com/switchboard-bot/switchboard/personas"
 )
 
@@ -230,6 +233,9 @@ func humanBytes(n uint64) string {
 // ---- database ----
 
 func (d *doctor) checkDatabase() Result {
+	if d.cfg.Storage.Backend == "postgres" {
+		return d.checkPostgres()
+	}
 	path := d.cfg.DBPath()
 	fi, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -272,6 +278,26 @@ func (d *doctor) checkDatabase() Result {
 		f.add(StatusWarn, fmt.Sprintf("the file is accessible to group/others (mode %03o) and holds conversations", perm), "chmod 600 "+path)
 	}
 	return f.result(CheckDatabase)
+}
+
+// checkPostgres connects to storage.postgres.url, which also applies pending
+// migrations, and runs the store's Check. The URL is never shown (Path()
+// hides the password, and so do the store's errors).
+func (d *doctor) checkPostgres() Result {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := postgres.Open(ctx, d.cfg.Storage.Postgres.URL.Value(), memory.Options{Logger: d.log})
+	if err != nil {
+		return Result{Name: CheckDatabase, Status: StatusFail,
+			Finding: fmt.Sprintf("cannot open the PostgreSQL store: %v", err),
+			Fix:     "check storage.postgres.url (${DATABASE_URL}), that the server is up and the role may connect"}
+	}
+	defer func() { _ = st.Close() }()
+	if err := st.Check(); err != nil {
+		return Result{Name: CheckDatabase, Status: StatusFail, Finding: fmt.Sprintf("%s is inconsistent", st.Path()),
+			Fix: "restore a backup, or copy a good installation again with `switchboard storage migrate`", Details: errorLines(err)}
+	}
+	return Result{Name: CheckDatabase, Status: StatusOK, Finding: st.Path() + " is consistent"}
 }
 
 func (d *doctor) corruptResult(path string, err error) Result {

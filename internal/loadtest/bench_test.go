@@ -2,12 +2,17 @@ package loadtest
 
 import (
 	"context"
+	"flag"
 	"os"
 	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/switchboard-bot/switchboard/internal/testkit/fakellm"
 )
+
+var useFakeLLM = flag.Bool("fakellm", false, "BenchmarkHandlerThroughput: answer through fakellm's Echo instead of the lean EchoModel")
 
 // BenchmarkHandlerThroughput pushes b.N messages through the real daemon
 // wiring (handler, durable BoltDB store, agent, provider over loopback to an
@@ -15,11 +20,17 @@ import (
 // a closed loop (next message once the previous one was answered). It reports
 // messages/s, the latency from Handle to the reply's Send (p50/p99: handler
 // overhead, as the model is instant) and the BoltDB bytes per 1,000 turns.
-// allocs/op (-benchmem) is per turn and includes the in-process fake model.
+// allocs/op (-benchmem) is per turn and includes the in-process model: the
+// lean EchoModel, or fakellm's Echo with -args -fakellm (how the figures
+// before issue 19 were taken; fakellm adds ~180 allocations per turn).
 func BenchmarkHandlerThroughput(b *testing.B) {
 	const chats = 1000
 	ctx := context.Background()
-	ip, err := StartInproc(ctx, b.TempDir(), 16, nil, nil)
+	var model fakellm.Responder // nil: EchoModel
+	if *useFakeLLM {
+		model = fakellm.Echo()
+	}
+	ip, err := StartInproc(ctx, b.TempDir(), 16, model, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -3,9 +3,15 @@
 // the harness process, runs the real switchboard binary as a child process
 // against them, drives N chats × M messages through all three platforms and
 // measures what an operator cares about: end-to-end messages/s, latency from
-// platform message to first platform reply (model latency subtracted), RSS
-// (idle with three channels connected, and under load, read from
-// /proc/<pid>/status), boot-to-ready time, BoltDB bytes per 1,000 turns.
+// platform message to first platform reply (model latency subtracted), the
+// daemon's CPU per message (utime+stime from /proc/<pid>/stat), RSS (idle
+// with the channels connected — anonymous and file-backed apart, and per
+// mapping from /proc/<pid>/smaps — and under load), boot-to-ready time,
+// BoltDB bytes per 1,000 turns. Options.Platforms runs the chats on a subset
+// of the platforms (Discord + Slack leaves Telegram's deliberate send pacing
+// out, so the daemon's own rate shows); Options.IdleOnly measures the idle
+// daemon alone. It also holds the in-process rig of the handler benchmarks
+// (inproc.go) and EchoModel, a lean instant model for load runs.
 //
 // Design decisions:
 //   - The daemon is a child process (the real binary) so RSS is the daemon's

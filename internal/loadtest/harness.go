@@ -23,8 +23,12 @@ import (
 type Options struct {
 	Bin      string // switchboard binary (BuildBinary)
 	Dir      string // work directory (config, data)
-	Chats    int    // concurrent chats, spread over Telegram, Discord and Slack
+	Chats    int    // concurrent chats, spread round-robin over Platforms
 	Messages int    // messages per chat, each sent once the previous is answered
+	// Platforms the chats live on (nil = Telegram, Discord and Slack). A run
+	// without Telegram also leaves its channel disabled in the daemon, so
+	// Telegram's deliberate send pacing (30 msg/s) does not bound the run.
+	Platforms []Platform
 
 	ModelDelay      time.Duration // model latency before the first byte
 	TokensPerSecond float64       // model streaming speed; 0 = instant
@@ -32,9 +36,12 @@ type Options struct {
 	MaxConcurrentTurns int           // agent.max_concurrent_turns (default 64)
 	ReplyTimeout       time.Duration // per message (default 30s)
 	IdleSettle         time.Duration // wait after ready before sampling idle RSS (default 500ms)
-	Env                []string      // extra child environment (GOGC=…, GOMEMLIMIT=…)
-	LogLevel           string        // daemon log level (default warn)
-	Logger             *slog.Logger
+	// IdleOnly measures the idle daemon (boot, RSS and where it lives) and
+	// stops it without sending any message; Chats and Messages are ignored.
+	IdleOnly bool
+	Env      []string // extra child environment (GOGC=…, GOMEMLIMIT=…)
+	LogLevel string   // daemon log level (default warn)
+	Logger   *slog.Logger
 }
 
 // Report is what one run measured.
@@ -52,10 +59,13 @@ type Report struct {
 	// sends to 1 message/s per chat, so its tail shows that pacing).
 	PerPlatform map[string][3]time.Duration
 
-	BootToReady   time.Duration
-	IdleRSSKiB    int64 // three channels connected, no traffic
-	IdleAnonKiB   int64 // of which anonymous memory (heap, stacks, runtime)
-	IdleFileKiB   int64 // of which file-backed (the binary's text and data)
+	BootToReady time.Duration
+	Channels    int   // platform channels connected (3, or 2 without Telegram)
+	IdleRSSKiB  int64 // Channels connected, no traffic
+	IdleAnonKiB int64 // of which anonymous memory (heap, stacks, runtime)
+	IdleFileKiB int64 // of which file-backed (the binary's text and data)
+	// IdleMappings is the idle RSS by mapping (/proc/<pid>/smaps), largest first.
+	IdleMappings  []Mapping
 	LoadRSSKiB    int64 // peak during the load
 	DBBytes       int64 // switchboard.db after the run
 	DBBytesPer1k  float64
@@ -63,23 +73,34 @@ type Report struct {
 	// DaemonCPU and HarnessCPU split the CPU time spent during the load
 	// between the daemon and this process (fakes, taps, drivers).
 	DaemonCPU, HarnessCPU time.Duration
+	// DaemonCPUPerMessage is DaemonCPU ÷ Answered (utime+stime of the
+	// daemon process, /proc/<pid>/stat, 10 ms ticks).
+	DaemonCPUPerMessage time.Duration
 }
 
 // Run drives one load run against a fresh daemon and data directory.
 func Run(ctx context.Context, o Options) (Report, error) {
-	if o.Chats <= 0 || o.Messages <= 0 {
+	if !o.IdleOnly && (o.Chats <= 0 || o.Messages <= 0) {
 		return Report{}, errors.New("loadtest: Chats and Messages must be positive")
 	}
 	o = o.withDefaults()
 	var modelTime sync.Map // token → time.Duration the model spent on it
-	p, err := StartPlatforms(ModelOptions{Responder: timedResponder(o, &modelTime)})
+	// An instant model is the lean EchoModel (fakellm's full request decoding
+	// cost the harness as much CPU as a quarter of the daemon's); a slow one
+	// is fakellm, which paces its chunks.
+	mo := ModelOptions{Lean: true}
+	if o.ModelDelay > 0 || o.TokensPerSecond > 0 {
+		mo = ModelOptions{Responder: timedResponder(o, &modelTime)}
+	}
+	p, err := StartPlatforms(mo)
 	if err != nil {
 		return Report{}, err
 	}
 	defer p.Close()
 
 	dataDir := filepath.Join(o.Dir, "data")
-	cfg, err := p.WriteConfig(o.Dir, ConfigOptions{DataDir: dataDir, MaxConcurrentTurns: o.MaxConcurrentTurns, LogLevel: o.LogLevel})
+	cfg, err := p.WriteConfig(o.Dir, ConfigOptions{DataDir: dataDir, MaxConcurrentTurns: o.MaxConcurrentTurns, LogLevel: o.LogLevel,
+		NoTelegram: !slices.Contains(o.Platforms, Telegram)})
 	if err != nil {
 		return Report{}, err
 	}
@@ -92,9 +113,15 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		return Report{}, err
 	}
 	defer proc.Kill()
-	rep := Report{Chats: o.Chats, Messages: o.Messages}
+	rep := Report{Chats: o.Chats, Messages: o.Messages, Channels: len(o.Platforms)}
 	if err := rep.measureIdle(ctx, proc, o.IdleSettle); err != nil {
 		return rep, err
+	}
+	if o.IdleOnly {
+		if err := proc.Stop(15 * time.Second); err != nil {
+			o.Logger.Warn("daemon exit", "err", err)
+		}
+		return rep, nil
 	}
 
 	stopSampler := sampleRSS(proc.Pid(), rep.IdleRSSKiB) // peak RSS while the load runs
@@ -115,8 +142,8 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		runErr = errors.Join(runErr, e)
 	}
 
-	rep.addLatencies(lats)
-	rep.ModelRequests = p.LLM.RequestCount()
+	rep.addLatencies(lats, o.platformOf)
+	rep.ModelRequests = p.ModelRequests()
 	rep.finish(ctx, o, p, proc, dataDir)
 	return rep, runErr
 }
@@ -132,8 +159,15 @@ func (o Options) withDefaults() Options {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if len(o.Platforms) == 0 {
+		o.Platforms = []Platform{Telegram, Discord, Slack}
+	}
 	return o
 }
+
+// platformOf spreads chats over o.Platforms round-robin (with all three,
+// the same spread as PlatformOf).
+func (o Options) platformOf(chat int) Platform { return o.Platforms[chat%len(o.Platforms)] }
 
 // timedResponder is the echo model slowed down as o asks; it records in
 // modelTime, for every token it answers, the time the model spent on it.
@@ -173,7 +207,8 @@ func (rep *Report) measureIdle(ctx context.Context, proc *Proc, settle time.Dura
 	if rep.IdleAnonKiB, rep.IdleFileKiB, err = RSSBreakdown(proc.Pid()); err != nil {
 		return err
 	}
-	return nil
+	rep.IdleMappings, err = Mappings(proc.Pid())
+	return err
 }
 
 // sampleRSS samples pid's RSS every 20ms until the returned stop is called;
@@ -220,7 +255,7 @@ func driveChats(ctx context.Context, o Options, p *Platforms, proc *Proc, modelT
 				tok := Token(c, seq)
 				ch := p.Expect(tok)
 				sent := time.Now()
-				p.Say(c, tok)
+				p.SayOn(o.platformOf(c), c, tok)
 				select {
 				case at := <-ch:
 					d := at.Sub(sent)
@@ -229,7 +264,7 @@ func driveChats(ctx context.Context, o Options, p *Platforms, proc *Proc, modelT
 					}
 					lats[c] = append(lats[c], d)
 				case <-time.After(o.ReplyTimeout):
-					errs <- fmt.Errorf("chat %d (%s): no reply to %s within %v", c, PlatformOf(c), tok, o.ReplyTimeout)
+					errs <- fmt.Errorf("chat %d (%s): no reply to %s within %v", c, o.platformOf(c), tok, o.ReplyTimeout)
 					return
 				case <-ctx.Done():
 					errs <- ctx.Err()
@@ -248,12 +283,13 @@ func driveChats(ctx context.Context, o Options, p *Platforms, proc *Proc, modelT
 
 // addLatencies fills in the answer count, throughput and the latency
 // percentiles, overall and per platform, from every chat's latencies.
-func (rep *Report) addLatencies(lats [][]time.Duration) {
+func (rep *Report) addLatencies(lats [][]time.Duration, platformOf func(chat int) Platform) {
 	var all []time.Duration
 	byPlatform := map[string][]time.Duration{}
 	for c, l := range lats {
 		all = append(all, l...)
-		byPlatform[PlatformOf(c).String()] = append(byPlatform[PlatformOf(c).String()], l...)
+		name := platformOf(c).String()
+		byPlatform[name] = append(byPlatform[name], l...)
 	}
 	rep.PerPlatform = map[string][3]time.Duration{}
 	for name, l := range byPlatform {
@@ -263,6 +299,9 @@ func (rep *Report) addLatencies(lats [][]time.Duration) {
 	rep.Answered = len(all)
 	if rep.Elapsed > 0 {
 		rep.MessagesPerSec = float64(rep.Answered) / rep.Elapsed.Seconds()
+	}
+	if rep.Answered > 0 {
+		rep.DaemonCPUPerMessage = rep.DaemonCPU / time.Duration(rep.Answered)
 	}
 	slices.Sort(all)
 	rep.P50, rep.P95, rep.P99 = percentile(all, 50), percentile(all, 95), percentile(all, 99)
@@ -326,12 +365,30 @@ func (r Report) Markdown(w io.Writer) {
 		}
 	}
 	fmt.Fprintf(&b, "| boot to ready | %v |\n", r.BootToReady.Round(100*time.Microsecond))
-	fmt.Fprintf(&b, "| idle RSS (3 channels connected) | %.1f MiB (anonymous %.1f MiB, file-backed %.1f MiB) |\n",
-		float64(r.IdleRSSKiB)/1024, float64(r.IdleAnonKiB)/1024, float64(r.IdleFileKiB)/1024)
+	fmt.Fprintf(&b, "| idle RSS (%d channels connected) | %.1f MiB (anonymous %.1f MiB, file-backed %.1f MiB) |\n",
+		r.Channels, float64(r.IdleRSSKiB)/1024, float64(r.IdleAnonKiB)/1024, float64(r.IdleFileKiB)/1024)
 	fmt.Fprintf(&b, "| peak RSS under load | %.1f MiB |\n", float64(r.LoadRSSKiB)/1024)
 	fmt.Fprintf(&b, "| BoltDB file | %.1f MiB; %.0f KiB per 1,000 turns |\n", float64(r.DBBytes)/(1<<20), r.DBBytesPer1k/1024)
 	fmt.Fprintf(&b, "| model requests | %d |\n", r.ModelRequests)
 	fmt.Fprintf(&b, "| CPU during the load | daemon %v, harness+fakes %v (of %v wall) |\n",
 		r.DaemonCPU, r.HarnessCPU, r.Elapsed.Round(time.Millisecond))
+	fmt.Fprintf(&b, "| daemon CPU per message | %.2f ms |\n", float64(r.DaemonCPUPerMessage)/float64(time.Millisecond))
+	_, _ = io.WriteString(w, b.String())
+}
+
+// IdleMarkdown writes the idle figures and the largest mappings.
+func (r Report) IdleMarkdown(w io.Writer) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "| figure | value |\n|---|---|\n")
+	fmt.Fprintf(&b, "| boot to ready | %v |\n", r.BootToReady.Round(100*time.Microsecond))
+	fmt.Fprintf(&b, "| idle RSS (%d channels connected) | %.1f MiB (anonymous %.1f MiB, file-backed %.1f MiB) |\n",
+		r.Channels, float64(r.IdleRSSKiB)/1024, float64(r.IdleAnonKiB)/1024, float64(r.IdleFileKiB)/1024)
+	fmt.Fprintf(&b, "\n| mapping | RSS KiB | of which anonymous KiB |\n|---|---|---|\n")
+	for i, m := range r.IdleMappings {
+		if i == 12 {
+			break
+		}
+		fmt.Fprintf(&b, "| %s | %d | %d |\n", m.Name, m.RSSKiB, m.AnonKiB)
+	}
 	_, _ = io.WriteString(w, b.String())
 }

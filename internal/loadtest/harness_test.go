@@ -6,7 +6,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -21,10 +24,7 @@ func TestRunSmall(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	bin, err := BuildBinary(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := testBinary(t)
 	rep, err := Run(ctx, Options{Bin: bin, Dir: dir, Chats: 9, Messages: 2, IdleSettle: 100 * time.Millisecond,
 		ModelDelay: 5 * time.Millisecond})
 	if err != nil {
@@ -53,6 +53,146 @@ func TestRunSmall(t *testing.T) {
 		t.Errorf("report:\n%s", b.String())
 	}
 	t.Logf("\n%s", b.String())
+}
+
+// builtBinary is the daemon built once for the tests that run it
+// (testBinary); TestMain removes it.
+var builtBinary struct {
+	once     sync.Once
+	dir, bin string
+	err      error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if builtBinary.dir != "" {
+		os.RemoveAll(builtBinary.dir)
+	}
+	os.Exit(code)
+}
+
+// testBinary builds the daemon at the first call and returns its path.
+func testBinary(t *testing.T) string {
+	t.Helper()
+	b := &builtBinary
+	b.once.Do(func() {
+		if b.dir, b.err = os.MkdirTemp("", "loadtest-bin-"); b.err != nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		b.bin, b.err = BuildBinary(ctx, b.dir)
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return b.bin
+}
+
+// TestRunDiscordSlackOnly: the mode without Telegram runs the chats on
+// Discord and Slack only, with Telegram's channel off in the daemon, answers
+// every message once and reports the daemon's CPU per message.
+func TestRunDiscordSlackOnly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the daemon binary")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rep, err := Run(ctx, Options{Bin: testBinary(t), Dir: t.TempDir(), Chats: 8, Messages: 3,
+		Platforms: []Platform{Discord, Slack}, IdleSettle: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Answered != 24 || rep.Duplicates != 0 || rep.ModelRequests != 24 {
+		t.Errorf("answered %d of 24 with %d duplicates, %d model requests", rep.Answered, rep.Duplicates, rep.ModelRequests)
+	}
+	if _, ok := rep.PerPlatform["telegram"]; ok || rep.Channels != 2 {
+		t.Errorf("telegram took part: %v, %d channels", rep.PerPlatform, rep.Channels)
+	}
+	for _, pl := range []string{"discord", "slack"} {
+		if _, ok := rep.PerPlatform[pl]; !ok {
+			t.Errorf("no latency figures for %s", pl)
+		}
+	}
+	if rep.DaemonCPUPerMessage != rep.DaemonCPU/24 {
+		t.Errorf("CPU per message %v of %v for 24 messages", rep.DaemonCPUPerMessage, rep.DaemonCPU)
+	}
+	var b strings.Builder
+	rep.Markdown(&b)
+	if !strings.Contains(b.String(), "daemon CPU per message") || !strings.Contains(b.String(), "(2 channels connected)") {
+		t.Errorf("report:\n%s", b.String())
+	}
+}
+
+// TestIdleOnly: the idle mode starts the daemon with three channels, sends
+// nothing, and says where its resident memory is, binary first.
+func TestIdleOnly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the daemon binary")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	bin := testBinary(t)
+	rep, err := Run(ctx, Options{Bin: bin, Dir: t.TempDir(), IdleOnly: true, IdleSettle: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.IdleRSSKiB <= 0 || rep.IdleAnonKiB <= 0 || rep.IdleFileKiB <= 0 || rep.Answered != 0 {
+		t.Errorf("idle figures: %+v", rep)
+	}
+	found := false
+	for _, m := range rep.IdleMappings {
+		found = found || (m.Name == bin && m.RSSKiB > 0)
+	}
+	if !found {
+		t.Errorf("the binary is not among the mappings: %+v", rep.IdleMappings)
+	}
+	var b strings.Builder
+	rep.IdleMarkdown(&b)
+	if !strings.Contains(b.String(), "(3 channels connected)") || !strings.Contains(b.String(), bin) {
+		t.Errorf("report:\n%s", b.String())
+	}
+}
+
+func TestParsePlatforms(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []Platform
+		err  bool
+	}{
+		{"", nil, false},
+		{"discord,slack", []Platform{Discord, Slack}, false},
+		{" slack , discord,slack", []Platform{Slack, Discord}, false},
+		{"telegram,discord,slack", []Platform{Telegram, Discord, Slack}, false},
+		{"discord,irc", nil, true},
+	} {
+		got, err := ParsePlatforms(c.in)
+		if (err != nil) != c.err || !slices.Equal(got, c.want) {
+			t.Errorf("ParsePlatforms(%q) = %v, %v", c.in, got, err)
+		}
+	}
+}
+
+// TestMappingsOfThisProcess: the smaps reader finds this test binary's pages.
+func TestMappingsOfThisProcess(t *testing.T) {
+	ms, err := Mappings(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe, _ := os.Executable()
+	var total int64
+	found := false
+	for i, m := range ms {
+		total += m.RSSKiB
+		found = found || m.Name == exe
+		if i > 0 && m.RSSKiB > ms[i-1].RSSKiB {
+			t.Errorf("not sorted by RSS: %+v", ms)
+		}
+	}
+	rss, _ := RSSKiB(os.Getpid())
+	if !found || total <= 0 || total > 2*rss+1024 {
+		t.Errorf("mappings sum to %d KiB (VmRSS %d KiB), binary found: %v", total, rss, found)
+	}
 }
 
 // TestTapCountsDistinctPlatformMessages: the tap times the first call that

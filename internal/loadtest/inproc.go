@@ -126,9 +126,15 @@ func InprocConfig(dir, llmURL string, maxTurns int) *config.Config {
 	return cfg
 }
 
+// Model is the model endpoint an in-process daemon talks to.
+type Model interface {
+	RequestCount() int
+	Close()
+}
+
 // Inproc is a daemon running in this process with a ReplyChannel.
 type Inproc struct {
-	LLM     *fakellm.Server
+	Model   Model
 	Chan    *ReplyChannel
 	Daemon  *daemon.Daemon
 	DBPath  string
@@ -138,10 +144,20 @@ type Inproc struct {
 }
 
 // StartInproc starts an in-process daemon (durable store in dir) answering
-// through the fake model r (nil = instant echo).
+// through the fake model r, or through the lean EchoModel when r is nil.
 func StartInproc(ctx context.Context, dir string, maxTurns int, r fakellm.Responder, log *slog.Logger) (*Inproc, error) {
-	llm := fakellm.New(r)
-	cfg := InprocConfig(dir, llm.URL, maxTurns)
+	var (
+		llm Model
+		url string
+	)
+	if r == nil {
+		m := NewEchoModel()
+		llm, url = m, m.URL
+	} else {
+		m := fakellm.New(r)
+		llm, url = m, m.URL
+	}
+	cfg := InprocConfig(dir, url, maxTurns)
 	ch := NewReplyChannel("load")
 	// HTTPClient stays nil: the daemon's own default client is what is measured.
 	d, err := daemon.New(ctx, daemon.Options{Config: cfg, Logger: log, Channels: []channels.Channel{ch}})
@@ -150,7 +166,7 @@ func StartInproc(ctx context.Context, dir string, maxTurns int, r fakellm.Respon
 		return nil, fmt.Errorf("build daemon: %w", err)
 	}
 	rctx, cancel := context.WithCancel(context.Background())
-	ip := &Inproc{LLM: llm, Chan: ch, Daemon: d, DBPath: cfg.DBPath(), cancel: cancel, done: make(chan error, 1)}
+	ip := &Inproc{Model: llm, Chan: ch, Daemon: d, DBPath: cfg.DBPath(), cancel: cancel, done: make(chan error, 1)}
 	go func() { ip.done <- d.Run(rctx) }()
 	select {
 	case <-d.Ready():
@@ -172,5 +188,5 @@ func (ip *Inproc) Stop() {
 	}
 	ip.cancel()
 	<-ip.done
-	ip.LLM.Close()
+	ip.Model.Close()
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/channels/hub"
 	"github.com/switchboard-bot/switchboard/internal/daemon"
-	"github.com/switchboard-bot/switchboard/internal/testkit/fakellm"
 	"github.com/switchboard-bot/switchboard/memory"
 	"github.com/switchboard-bot/switchboard/memory/bolt"
 )
@@ -33,7 +32,7 @@ func BenchmarkHandlerLatency(b *testing.B) {
 
 func benchLatency(b *testing.B, mo memory.Options) {
 	const chats, rate = 1000, 200
-	llm := fakellm.New(nil)
+	llm := NewEchoModel()
 	defer llm.Close()
 	dir := b.TempDir()
 	cfg := InprocConfig(dir, llm.URL, 16)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,11 +34,16 @@ type ModelOptions struct {
 	TokensPerSecond float64       // chunk pacing; 0 = instant
 	// Responder overrides the echo answer (chaos tests inject faults).
 	Responder fakellm.Responder
+	// Lean answers through EchoModel instead of fakellm (instant echo only:
+	// Delay, TokensPerSecond and Responder must be unset). Platforms.LLM is
+	// then nil.
+	Lean bool
 }
 
 // Platforms are the fakes and their taps, all in this process.
 type Platforms struct {
-	LLM      *fakellm.Server
+	LLM      *fakellm.Server // nil with ModelOptions.Lean
+	Echo     *EchoModel      // with ModelOptions.Lean
 	Telegram *faketelegram.Server
 	Discord  *fakediscord.Server
 	Slack    *fakeslack.Server
@@ -62,7 +68,11 @@ func StartPlatforms(m ModelOptions) (*Platforms, error) {
 		}
 	}
 	p := &Platforms{waiters: map[string]chan time.Time{}}
-	p.LLM = fakellm.New(resp)
+	if m.Lean {
+		p.Echo = NewEchoModel()
+	} else {
+		p.LLM = fakellm.New(resp)
+	}
 	p.Telegram = faketelegram.Start(faketelegram.Options{Token: TelegramToken})
 	p.Discord = fakediscord.New(fakediscord.Options{Token: DiscordToken})
 	p.Slack = fakeslack.Start(fakeslack.Options{BotToken: SlackBotToken, AppToken: SlackAppToken})
@@ -86,6 +96,22 @@ func StartPlatforms(m ModelOptions) (*Platforms, error) {
 	return p, nil
 }
 
+// modelURL is llm.base_url for the daemon.
+func (p *Platforms) modelURL() string {
+	if p.Echo != nil {
+		return p.Echo.URL
+	}
+	return p.LLM.URL
+}
+
+// ModelRequests is how many chat completions the model answered.
+func (p *Platforms) ModelRequests() int {
+	if p.Echo != nil {
+		return p.Echo.RequestCount()
+	}
+	return p.LLM.RequestCount()
+}
+
 // Close stops every fake and tap; safe on a partly started set.
 func (p *Platforms) Close() {
 	for _, t := range []*Tap{p.TelegramTap, p.DiscordTap, p.SlackTap} {
@@ -104,6 +130,9 @@ func (p *Platforms) Close() {
 	}
 	if p.LLM != nil {
 		p.LLM.Close()
+	}
+	if p.Echo != nil {
+		p.Echo.Close()
 	}
 }
 
@@ -144,9 +173,32 @@ func (pl Platform) String() string {
 // PlatformOf spreads chats over the three platforms round-robin.
 func PlatformOf(chat int) Platform { return Platform(chat % 3) }
 
+// ParsePlatforms reads a comma-separated list of platform names
+// ("discord,slack"); empty means all three.
+func ParsePlatforms(s string) ([]Platform, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []Platform
+	for name := range strings.SplitSeq(s, ",") {
+		name = strings.TrimSpace(name)
+		pl := slices.IndexFunc([]Platform{Telegram, Discord, Slack}, func(p Platform) bool { return p.String() == name })
+		if pl < 0 {
+			return nil, fmt.Errorf("unknown platform %q (want telegram, discord or slack)", name)
+		}
+		if !slices.Contains(out, Platform(pl)) {
+			out = append(out, Platform(pl))
+		}
+	}
+	return out, nil
+}
+
 // Say sends text as a direct message from chat's user on its platform.
-func (p *Platforms) Say(chat int, text string) {
-	switch PlatformOf(chat) {
+func (p *Platforms) Say(chat int, text string) { p.SayOn(PlatformOf(chat), chat, text) }
+
+// SayOn sends text as a direct message from chat's user on platform pl.
+func (p *Platforms) SayOn(pl Platform, chat int, text string) {
+	switch pl {
 	case Telegram:
 		p.Telegram.UserSays(TelegramChatID(chat), text)
 	case Discord:
@@ -197,6 +249,9 @@ type ConfigOptions struct {
 	TelegramWebhookURL string
 	Extra              string // appended YAML (top-level keys not written above)
 	MaxAnswerChunks    int    // agent.max_answer_chunks; 0 = the daemon's default
+	// NoTelegram leaves the Telegram channel disabled (the Discord + Slack
+	// mode, free of Telegram's deliberate send pacing).
+	NoTelegram bool
 }
 
 // TelegramWebhookSecret is the webhook secret handed to the daemon.
@@ -234,8 +289,8 @@ func (p *Platforms) WriteConfig(dir string, o ConfigOptions) (string, error) {
 	if o.TelegramWebhookURL != "" {
 		tgMode = "webhook"
 	}
-	cfg := fmt.Sprintf(configTemplate, o.DataDir, yamlList(o.Admins), p.LLM.URL, o.MaxConcurrentTurns, yamlList(o.Tools), answerChunks, o.AccessMode, yamlList(o.AllowFrom),
-		p.TelegramTap.URL(), tgMode, o.TelegramWebhookURL, p.DiscordTap.URL(), p.Discord.GatewayURL(),
+	cfg := fmt.Sprintf(configTemplate, o.DataDir, yamlList(o.Admins), p.modelURL(), o.MaxConcurrentTurns, yamlList(o.Tools), answerChunks, o.AccessMode, yamlList(o.AllowFrom),
+		!o.NoTelegram, p.TelegramTap.URL(), tgMode, o.TelegramWebhookURL, p.DiscordTap.URL(), p.Discord.GatewayURL(),
 		slackMode, p.SlackTap.URL()+"/api/", o.Listen, o.LogLevel, o.Extra)
 	path := filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
@@ -300,7 +355,7 @@ channels:
   console:
     enabled: false
   telegram:
-    enabled: true
+    enabled: %t
     token: ${TELEGRAM_BOT_TOKEN}
     api_url: %q
     mode: %s

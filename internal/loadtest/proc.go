@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,15 +40,28 @@ func ModuleRoot() (string, error) {
 
 // BuildBinary builds cmd/switchboard into dir and returns the binary's path.
 func BuildBinary(ctx context.Context, dir string) (string, error) {
+	return build(ctx, dir, nil)
+}
+
+// BuildRelease builds cmd/switchboard as the Dockerfile and CI do
+// (CGO_ENABLED=0, -trimpath, stripped): a static binary, so idle memory
+// holds no libc, as in the shipped image.
+func BuildRelease(ctx context.Context, dir string) (string, error) {
+	return build(ctx, dir, []string{"CGO_ENABLED=0"}, "-trimpath", "-ldflags=-s -w")
+}
+
+func build(ctx context.Context, dir string, env []string, flags ...string) (string, error) {
 	root, err := ModuleRoot()
 	if err != nil {
 		return "", err
 	}
 	out := filepath.Join(dir, "switchboard")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/switchboard")
+	args := append(append([]string{"build"}, flags...), "-o", out, "./cmd/switchboard")
+	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = root
+	cmd.Env = append(os.Environ(), env...)
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/switchboard: %w\n%s", err, b)
+		return "", fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, b)
 	}
 	return out, nil
 }
@@ -226,6 +240,69 @@ func statusFields(pid int, names ...string) (map[string]int64, error) {
 			return nil, fmt.Errorf("no %s in /proc/%d/status", want, pid)
 		}
 	}
+	return out, nil
+}
+
+// Mapping is the resident memory of one mapped file (or kind of anonymous
+// mapping: "[heap]", "[stack]", "[anon]") of a process, summed over its
+// mappings.
+type Mapping struct {
+	Name    string
+	RSSKiB  int64
+	AnonKiB int64 // of which anonymous (written private pages, heap)
+}
+
+// Mappings reads /proc/<pid>/smaps and returns RSS per mapped file, largest
+// first: which part of the binary (or which library) an idle daemon keeps
+// resident.
+func Mappings(pid int) ([]Mapping, error) {
+	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/smaps")
+	if err != nil {
+		return nil, fmt.Errorf("read smaps: %w", err)
+	}
+	defer f.Close()
+	byName := map[string]*Mapping{}
+	var cur *Mapping
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		if !strings.HasSuffix(fields[0], ":") { // a mapping's header: range perms offset dev inode [path]
+			name := "[anon]"
+			if len(fields) >= 6 {
+				name = strings.Join(fields[5:], " ")
+			}
+			if cur = byName[name]; cur == nil {
+				cur = &Mapping{Name: name}
+				byName[name] = cur
+			}
+			continue
+		}
+		if cur == nil || len(fields) < 2 {
+			continue
+		}
+		v, err := strconv.ParseInt(fields[1], 10, 64)
+		if err != nil {
+			continue
+		}
+		switch fields[0] {
+		case "Rss:":
+			cur.RSSKiB += v
+		case "Anonymous:":
+			cur.AnonKiB += v
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read smaps: %w", err)
+	}
+	out := make([]Mapping, 0, len(byName))
+	for _, m := range byName {
+		out = append(out, *m)
+	}
+	slices.SortFunc(out, func(a, b Mapping) int { return int(b.RSSKiB - a.RSSKiB) })
 	return out, nil
 }
 

@@ -70,6 +70,14 @@ func (h harness) testReopenKeepsEverything(t *testing.T) {
 	if len(ob) != 1 || ob[0].Status != memory.OutboxDelivered || ob[0].PlatformID != "555" {
 		t.Errorf("outbox after reopen = %+v", ob)
 	}
+	checkReopenedRecords(t, s, clk, runID)
+}
+
+// checkReopenedRecords checks the jobs, runs, audit and kv that
+// testReopenKeepsEverything wrote before the reopen.
+func checkReopenedRecords(t *testing.T, s memory.Store, clk *Clock, runID uint64) {
+	t.Helper()
+	ctx := context.Background()
 	job, ok, err := s.GetJob(ctx, "daily")
 	mustNo(t, err)
 	if !ok || string(job.Spec) != `{"schedule":"0 9 * * *"}` {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -121,5 +122,54 @@ func TestRESTShapesAndAuth(t *testing.T) {
 	}
 	if ms[0].GuildID != "" || ms[0].Member != nil {
 		t.Errorf("REST message carries guild_id/member: %+v", ms[0])
+	}
+}
+
+// TestShardRouting: with shards, a guild's events reach only the session of
+// shard (guild_id >> 22) % num_shards and DMs only shard 0, and a second
+// shard's IDENTIFY does not end the first shard's session.
+func TestShardRouting(t *testing.T) {
+	s := Start(t, Options{Token: "tok"})
+	const g0, g1 = "0", "4194304" // 0>>22 = 0, 4194304>>22 = 1
+	s.AddChannel(g0, "c0", "zero")
+	s.AddChannel(g1, "c1", "one")
+	conns := make([]*websocket.Conn, 2)
+	for i := range conns {
+		ws, _, err := websocket.DefaultDialer.Dial(s.GatewayURL()+"?v=9&encoding=json", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ws.Close()
+		readPayload(t, ws) // HELLO
+		_ = ws.WriteJSON(map[string]any{"op": 2, "d": map[string]any{"token": "Bot tok", "shard": []int{i, 2},
+			"intents": IntentGuildMessages | IntentDirectMessages | IntentMessageContent, "properties": map[string]string{}}})
+		if ready := readPayload(t, ws); ready.T == nil || *ready.T != "READY" {
+			t.Fatalf("shard %d: first dispatch %+v", i, ready)
+		}
+		conns[i] = ws
+	}
+	ids := map[string]string{}
+	for _, tc := range []struct{ channel, guild string }{{"c0", g0}, {"c1", g1}, {"dm9", ""}} {
+		ids[tc.channel] = s.UserSays(tc.channel, "u1", "to "+tc.channel, SayOptions{GuildID: tc.guild}).ID
+	}
+	want := [][]string{{"c0", "dm9"}, {"c1"}}
+	for shard, ws := range conns {
+		var got []string
+		_ = ws.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+		for {
+			_, data, err := ws.ReadMessage()
+			if err != nil {
+				break // the deadline: nothing more for this shard
+			}
+			for ch, id := range ids {
+				if strings.Contains(string(data), `"id":"`+id+`"`) {
+					got = append(got, ch)
+				}
+			}
+		}
+		sort.Strings(got)
+		if strings.Join(got, ",") != strings.Join(want[shard], ",") {
+			t.Errorf("shard %d got messages of %v, want %v", shard, got, want[shard])
+		}
 	}
 }

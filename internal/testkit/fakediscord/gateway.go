@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -39,6 +40,24 @@ type session struct {
 	events   []event
 	conn     *gwConn
 	valid    bool
+	shard    [2]int // [shard_id, num_shards]; num_shards 0 = not sharded
+}
+
+// onShard reports whether events of guild (""= a DM) go to this session:
+// Discord routes a guild to shard (guild_id >> 22) % num_shards and DMs to
+// shard 0.
+func (sess *session) onShard(guild string) bool {
+	if sess.shard[1] <= 1 {
+		return true
+	}
+	if guild == "" {
+		return sess.shard[0] == 0
+	}
+	id, err := strconv.ParseUint(guild, 10, 64)
+	if err != nil {
+		return sess.shard[0] == 0
+	}
+	return int((id>>22)%uint64(sess.shard[1])) == sess.shard[0]
 }
 
 type outFrame struct {
@@ -185,7 +204,7 @@ func (s *Server) dispatchLocked(sess *session, t string, d any) {
 // with empty content and attachments, as on Discord.
 func (s *Server) dispatchMessageLocked(t string, m *Message) {
 	for _, sess := range s.sessions {
-		if !sess.valid {
+		if !sess.valid || !sess.onShard(m.GuildID) {
 			continue
 		}
 		need := IntentDirectMessages
@@ -328,10 +347,16 @@ func (s *Server) identify(c *gwConn, raw json.RawMessage) bool {
 		c.closeWith(4014, "Disallowed intent(s).")
 		return false
 	}
-	for _, old := range s.sessions {
-		old.valid = false
+	var shard [2]int
+	if len(id.Shard) == 2 && id.Shard[1] > 1 && id.Shard[0] >= 0 && id.Shard[0] < id.Shard[1] {
+		shard = [2]int{id.Shard[0], id.Shard[1]}
 	}
-	sess := &session{id: randomHex(16), token: id.Token, intents: id.Intents, compress: id.Compress, conn: c, valid: true}
+	for _, old := range s.sessions {
+		if old.shard == shard || shard[1] == 0 || old.shard[1] == 0 {
+			old.valid = false // a new session of the same shard replaces the old one
+		}
+	}
+	sess := &session{id: randomHex(16), token: id.Token, intents: id.Intents, compress: id.Compress, conn: c, valid: true, shard: shard}
 	s.sessions[sess.id] = sess
 	c.sess = sess
 

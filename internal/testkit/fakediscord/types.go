@@ -105,7 +105,9 @@ type Identify struct {
 	Intents    int             `json:"intents"`
 	Compress   bool            `json:"compress"`
 	Properties json.RawMessage `json:"properties"`
-	Raw        json.RawMessage `json:"-"`
+	// Shard is [shard_id, num_shards] when the client shards.
+	Shard []int           `json:"shard,omitempty"`
+	Raw   json.RawMessage `json:"-"`
 }
 
 // Resume is one RESUME (op 6) payload the fake received.

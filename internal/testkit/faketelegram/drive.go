@@ -376,6 +376,15 @@ func (s *Server) WaitRequests(t testing.TB, method string, n int, timeout time.D
 	return out
 }
 
+// Conflicts is how many getUpdates calls were terminated by a newer one
+// (409 "Conflict: terminated by other getUpdates request"): more than one
+// poller at a time.
+func (s *Server) Conflicts() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conflicts
+}
+
 // Deliveries is how many times getUpdates returned update id.
 func (s *Server) Deliveries(updateID int64) int {
 	s.mu.Lock()

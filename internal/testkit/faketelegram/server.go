@@ -10,7 +10,8 @@
 //   - a wrong token answers 401 Unauthorized, an unknown method 404 Not Found;
 //   - getUpdates long polling with Telegram's offset semantics (an update is
 //     confirmed, and dropped, once getUpdates is called with a higher offset; a
-//     newer getUpdates call terminates an older one with 409 Conflict; polling
+//     newer getUpdates call terminates an older one with 409 Conflict, as
+//     when two bot instances poll at once, counted by Conflicts; polling
 //     while a webhook is set answers 409);
 //   - sendMessage and editMessageText validate HTML parse mode like Telegram
 //     (unsupported or unclosed tags → 400 "can't parse entities"), enforce the
@@ -145,6 +146,7 @@ type Server struct {
 	queue         []queued
 	deliveries    map[int64]int
 	pollSeq       int64
+	conflicts     int // getUpdates calls ended by a newer one (409)
 	chats         map[int64]*chatState
 	files         map[string]*storedFile
 	filesByPath   map[string]*storedFile
@@ -459,6 +461,7 @@ func (s *Server) getUpdates(ctx context.Context, fields map[string]string) (any,
 	s.notify()
 	for {
 		if s.pollSeq != seq {
+			s.conflicts++
 			s.mu.Unlock()
 			return nil, &Failure{Code: 409, Description: "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running"}
 		}

@@ -177,6 +177,9 @@ func TestConcurrentPollsConflict(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("older poll was not terminated")
 	}
+	if n := s.Conflicts(); n != 1 {
+		t.Errorf("Conflicts() = %d, want 1", n)
+	}
 }
 
 func TestHTMLParseMode(t *testing.T) {

@@ -4,6 +4,11 @@
 // messages and prints the figures BENCHMARKS.md records.
 //
 //	go run ./internal/loadtest/cmd/loadtest -chats 300 -messages 10
+//	go run ./internal/loadtest/cmd/loadtest -platforms discord,slack -chats 200 -messages 20
+//	go run ./internal/loadtest/cmd/loadtest -release -idle
+//
+// -platforms discord,slack leaves Telegram (and its deliberate 30 msg/s send
+// pacing) out, so the figure is the daemon's own end-to-end rate.
 package main
 
 import (
@@ -13,22 +18,32 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"time"
 
 	"github.com/switchboard-bot/switchboard/internal/loadtest"
 )
 
 func main() {
-	chats := flag.Int("chats", 300, "concurrent chats (spread over Telegram, Discord, Slack)")
+	chats := flag.Int("chats", 300, "concurrent chats (spread over -platforms)")
+	platforms := flag.String("platforms", "telegram,discord,slack", "platforms the chats live on (comma-separated)")
 	messages := flag.Int("messages", 10, "messages per chat (closed loop)")
 	delay := flag.Duration("model-delay", 0, "model latency before the first byte")
 	tps := flag.Float64("tps", 0, "model tokens (chunks) per second; 0 = instant")
 	turns := flag.Int("max-turns", 64, "agent.max_concurrent_turns")
 	bin := flag.String("bin", "", "switchboard binary (default: go build ./cmd/switchboard)")
+	release := flag.Bool("release", false, "without -bin: build the binary as the Dockerfile does (CGO_ENABLED=0, -trimpath, stripped)")
 	gogc := flag.String("gogc", "", "GOGC for the daemon (empty = Go default)")
 	memlimit := flag.String("gomemlimit", "", "GOMEMLIMIT for the daemon (e.g. 32MiB)")
 	logLevel := flag.String("log-level", "warn", "daemon log level")
+	idle := flag.Bool("idle", false, "measure the idle daemon only (boot, RSS by mapping), no messages")
+	settle := flag.Duration("idle-settle", 500*time.Millisecond, "wait after /readyz before sampling idle RSS")
+	cpuProfile := flag.String("cpuprofile", "", "write the harness process's CPU profile (fakes, taps, drivers) here")
 	flag.Parse()
+	pls, err := loadtest.ParsePlatforms(*platforms)
+	if err != nil {
+		fail(err)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -38,7 +53,11 @@ func main() {
 	}
 	defer os.RemoveAll(dir)
 	if *bin == "" {
-		if *bin, err = loadtest.BuildBinary(ctx, dir); err != nil {
+		build := loadtest.BuildBinary
+		if *release {
+			build = loadtest.BuildRelease
+		}
+		if *bin, err = build(ctx, dir); err != nil {
 			fail(err)
 		}
 	}
@@ -49,14 +68,41 @@ func main() {
 	if *memlimit != "" {
 		env = append(env, "GOMEMLIMIT="+*memlimit)
 	}
-	fmt.Printf("load harness: %d chats × %d messages, model delay %v, %g tokens/s, %d cores, %s\n",
-		*chats, *messages, *delay, *tps, runtime.NumCPU(), time.Now().Format(time.RFC3339))
-	rep, err := loadtest.Run(ctx, loadtest.Options{Bin: *bin, Dir: dir, Chats: *chats, Messages: *messages,
-		ModelDelay: *delay, TokensPerSecond: *tps, MaxConcurrentTurns: *turns, Env: env, LogLevel: *logLevel})
-	rep.Markdown(os.Stdout)
+	fmt.Printf("load harness: %d chats × %d messages on %s, model delay %v, %g tokens/s, %d cores, %s\n",
+		*chats, *messages, *platforms, *delay, *tps, runtime.NumCPU(), time.Now().Format(time.RFC3339))
+	if *cpuProfile != "" {
+		stopProfile, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			fail(err)
+		}
+		defer stopProfile()
+	}
+	rep, err := loadtest.Run(ctx, loadtest.Options{Bin: *bin, Dir: dir, Chats: *chats, Messages: *messages, Platforms: pls,
+		ModelDelay: *delay, TokensPerSecond: *tps, MaxConcurrentTurns: *turns, Env: env, LogLevel: *logLevel, IdleOnly: *idle, IdleSettle: *settle})
+	if *idle {
+		rep.IdleMarkdown(os.Stdout)
+	} else {
+		rep.Markdown(os.Stdout)
+	}
 	if err != nil {
 		fail(err)
 	}
+}
+
+// startCPUProfile profiles this process into path until the returned stop.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 func fail(err error) {

@@ -1,0 +1,211 @@
+package agent
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// Reading the server-sent events of a streamed chat completion.
+//
+// This keeps go-openai's stream semantics (data lines are chunks, "[DONE]"
+// ends the stream, other lines are collected in case they turn out to be an
+// error body, a `data: {"error":…}` line is the server's error, more than
+// emptyMessagesLimit non-data lines in a row is an error) while decoding far
+// less: one json.Decoder per stream (its scanner state is reused across
+// chunks instead of rebuilt for each) into a chunk type that has only the
+// fields the agent reads, and no regular expressions per line.
+
+// emptyMessagesLimit is go-openai's default: how many non-data lines in a row
+// a stream may send before it is given up as broken.
+const emptyMessagesLimit = 300
+
+// maxErrorBody bounds the non-data lines kept in case they are an error body.
+const maxErrorBody = 64 << 10
+
+// streamChunk is the part of a chat.completion.chunk the agent uses.
+type streamChunk struct {
+	Choices []streamChoice `json:"choices"`
+	Usage   *openai.Usage  `json:"usage"`
+}
+
+type streamChoice struct {
+	Index        int                 `json:"index"`
+	Delta        streamDelta         `json:"delta"`
+	FinishReason openai.FinishReason `json:"finish_reason"`
+}
+
+type streamDelta struct {
+	Content          string            `json:"content"`
+	ReasoningContent string            `json:"reasoning_content"`
+	ToolCalls        []openai.ToolCall `json:"tool_calls"`
+}
+
+// readerPool recycles the 4 KiB line readers of finished streams.
+var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
+
+// sseStream reads the chunks of one response body. Close returns its
+// buffers; the body itself is the caller's to close.
+type sseStream struct {
+	lines *bufio.Reader
+	data  sseData
+	dec   *json.Decoder
+}
+
+func newSSEStream(body io.Reader) *sseStream {
+	br := readerPool.Get().(*bufio.Reader)
+	br.Reset(body)
+	s := &sseStream{lines: br}
+	s.data.lines = br
+	s.dec = json.NewDecoder(&s.data)
+	return s
+}
+
+// Close releases the stream's reader; the stream must not be used after.
+func (s *sseStream) Close() {
+	if s.lines != nil {
+		s.lines.Reset(nil)
+		readerPool.Put(s.lines)
+		s.lines, s.data.lines = nil, nil
+	}
+}
+
+// Recv decodes the next chunk into c (reset first). It returns io.EOF after
+// "[DONE]", the server's error when the stream carried one, and the read
+// error when the stream broke off.
+func (s *sseStream) Recv(c *streamChunk) error {
+	*c = streamChunk{}
+	if err := s.dec.Decode(c); err != nil {
+		// The framing's own end ([DONE], a server error, a cut stream) comes
+		// back as it is, unless a chunk was left incomplete before it.
+		if s.data.err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+			return s.data.err
+		}
+		return fmt.Errorf("decode stream chunk: %w", err)
+	}
+	return nil
+}
+
+// sseData is an io.Reader of the JSON payloads of a stream's data lines, one
+// after the other, for a json.Decoder; it ends with io.EOF at "[DONE]" and
+// with err set to what ended the stream otherwise.
+type sseData struct {
+	lines *bufio.Reader
+	cur   []byte // rest of the current payload (points into lines' buffer or line)
+	sep   bool   // a newline is owed after cur, so payloads never run together
+	line  []byte // the current line when it spanned more than the buffer
+	errs  []byte // non-data lines so far, in case they are an error body
+	err   error
+}
+
+func (d *sseData) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	for len(d.cur) == 0 {
+		if d.sep {
+			d.sep = false
+			p[0] = '\n'
+			return 1, nil
+		}
+		if d.err != nil {
+			return 0, d.err
+		}
+		d.err = d.next()
+	}
+	n := copy(p, d.cur)
+	d.cur = d.cur[n:]
+	return n, nil
+}
+
+var (
+	dataPrefix = []byte("data:")
+	doneData   = []byte("[DONE]")
+	errorData  = []byte(`{"error":`)
+)
+
+// next reads lines up to the next data payload and sets d.cur to it; it
+// returns what ends the stream instead.
+func (d *sseData) next() error {
+	empty := 0
+	for {
+		line, err := d.readLine()
+		if err != nil {
+			return d.streamError(err)
+		}
+		line = bytes.TrimSpace(line)
+		payload, isData := bytes.CutPrefix(line, dataPrefix)
+		if isData {
+			payload = bytes.TrimLeft(payload, " \t\r\n\f")
+			if bytes.HasPrefix(payload, errorData) {
+				d.keep(payload)
+				return d.streamError(nil)
+			}
+			if bytes.Equal(payload, doneData) {
+				return io.EOF
+			}
+			if len(payload) > 0 {
+				d.cur, d.sep = payload, true
+				return nil
+			}
+			// An empty data line carries no chunk: counted like the
+			// other lines without one.
+		}
+		d.keep(line)
+		if empty++; empty > emptyMessagesLimit {
+			return openai.ErrTooManyEmptyStreamMessages
+		}
+	}
+}
+
+// readLine returns the next line, newline included. The slice is valid until
+// the next call. A last line without its newline is dropped with the read
+// error, as go-openai does.
+func (d *sseData) readLine() ([]byte, error) {
+	line, err := d.lines.ReadSlice('\n')
+	if err == nil || !errors.Is(err, bufio.ErrBufferFull) {
+		return line, err
+	}
+	// A line longer than the buffer (a big tool-call chunk).
+	d.line = append(d.line[:0], line...)
+	for {
+		line, err = d.lines.ReadSlice('\n')
+		d.line = append(d.line, line...)
+		if err == nil {
+			return d.line, nil
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return nil, err
+		}
+	}
+}
+
+func (d *sseData) keep(line []byte) {
+	if len(d.errs)+len(line) <= maxErrorBody {
+		d.errs = append(d.errs, line...)
+	}
+}
+
+// streamError is the server's error when the kept non-data lines are one,
+// readErr (or io.ErrUnexpectedEOF for a stream that ended without "[DONE]")
+// otherwise; as go-openai reports them.
+func (d *sseData) streamError(readErr error) error {
+	if len(d.errs) > 0 {
+		var resp openai.ErrorResponse
+		if json.Unmarshal(d.errs, &resp) == nil && resp.Error != nil {
+			return fmt.Errorf("error, %w", resp.Error)
+		}
+	}
+	if readErr == nil || errors.Is(readErr, io.EOF) {
+		// go-openai hands the stream's plain EOF on; streamAcc then finds
+		// no finish reason and reports the stream as cut.
+		return io.EOF
+	}
+	return readErr
+}

@@ -1,0 +1,154 @@
+package config
+
+// Editing helpers for the web console (internal/ui): preview a `config set`
+// without writing, replace the whole file through the same validation, and
+// find secrets written in plain text (the console never shows those).
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/switchboard-bot/switchboard/internal/config/yamledit"
+)
+
+// SetPreview returns the file at path before and after SetInFile(path, key,
+// value) would change it, and the configuration the result loads to, without
+// writing anything. The errors are SetInFile's (file:line where known).
+func SetPreview(path, key, value string) (before, after []byte, cfg *Config, err error) {
+	before, err = ReadFile(path)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	segs, leaf, err := schemaPath(key)
+	if err != nil {
+		return before, nil, nil, fmt.Errorf("config: %s: %w", key, err)
+	}
+	e, err := newEditor(displayName(path), before, segs, leaf, key)
+	if err != nil {
+		return before, nil, nil, err
+	}
+	if err := e.Set(value); err != nil {
+		if errors.Is(err, yamledit.ErrNoChange) {
+			cfg, err := Parse(path, before, os.LookupEnv)
+			return before, before, cfg, err
+		}
+		return before, nil, nil, fmt.Errorf("config: %s: %w", key, err)
+	}
+	if after, err = e.Result(); err != nil {
+		return before, nil, nil, fmt.Errorf("config: %s: %w", key, err)
+	}
+	if cfg, err = Parse(path, after, os.LookupEnv); err != nil {
+		return before, nil, nil, fmt.Errorf("config: refusing to change %s (the file is unchanged): %w", key, err)
+	}
+	return before, after, cfg, nil
+}
+
+// ReadFile reads the configuration file at path as the editors do (size
+// bounded, symlinks followed); a missing file reads as empty.
+func ReadFile(path string) ([]byte, error) {
+	data, err := readFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("config: read %s: %w", displayName(path), err)
+	}
+	return data, nil
+}
+
+// CheckFile loads data as the file at path would load (process environment),
+// without writing: the configuration, or the file:line errors.
+func CheckFile(path string, data []byte) (*Config, error) {
+	return Parse(path, data, os.LookupEnv)
+}
+
+// ReplaceFile writes data as the whole file at path after the validation
+// SetInFile applies (Parse with the process environment): an invalid file is
+// refused with its file:line errors and nothing is written. The write is
+// atomic and keeps the file's mode. ifUnchanged, when not nil, must still be
+// the file's content, so an edit based on an old copy does not overwrite a
+// newer one.
+func ReplaceFile(path string, data, ifUnchanged []byte) error {
+	if _, err := Parse(path, data, os.LookupEnv); err != nil {
+		return fmt.Errorf("config: refusing to write %s (the file is unchanged): %w", displayName(path), err)
+	}
+	real := path
+	if p, err := filepath.EvalSymlinks(path); err == nil {
+		real = p
+	}
+	mode := fs.FileMode(0o600)
+	if st, err := os.Stat(real); err == nil {
+		mode = st.Mode().Perm()
+	}
+	if ifUnchanged != nil {
+		cur, err := ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(cur, ifUnchanged) {
+			return fmt.Errorf("config: %s changed since it was read; nothing was written (reload and edit again)", displayName(path))
+		}
+	}
+	if err := yamledit.WriteAtomic(real, data, mode); err != nil {
+		return fmt.Errorf("config: write %s: %w", displayName(path), err)
+	}
+	return nil
+}
+
+// PlaintextSecrets lists, as "line N: key", the secret-valued keys (tokens,
+// API keys, MCP env and headers) and URL keys with credentials that data
+// writes as literal text rather than as ${ENV} references. A file with none
+// can be shown whole without revealing a secret.
+func PlaintextSecrets(data []byte) []string {
+	root, err := parseYAML("config.yaml", data)
+	if err != nil || root == nil {
+		return nil
+	}
+	var out []string
+	var walk func(n *yaml.Node, key string)
+	walk = func(n *yaml.Node, key string) {
+		n = resolveAlias(n)
+		switch n.Kind {
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k := n.Content[i].Value
+				if key != "" {
+					k = key + "." + k
+				}
+				walk(n.Content[i+1], k)
+			}
+		case yaml.SequenceNode:
+			for i, c := range n.Content {
+				walk(c, key+"["+strconv.Itoa(i)+"]")
+			}
+		case yaml.ScalarNode:
+			v := n.Value
+			if v == "" || strings.Contains(v, "${") {
+				return
+			}
+			if IsSecretKey(key) || mcpSecretKey(key) || (IsURLKey(key) && RedactURL(v) != v) {
+				out = append(out, fmt.Sprintf("line %d: %s", n.Line, key))
+			}
+		}
+	}
+	walk(root, "")
+	return out
+}
+
+// mcpSecretKey reports whether key is an MCP server's env variable or
+// header (mcp.servers.NAME.env.VAR, mcp.servers.NAME.headers.H): secrets.
+func mcpSecretKey(key string) bool {
+	rest, ok := strings.CutPrefix(key, "mcp.servers.")
+	if !ok {
+		return false
+	}
+	return strings.Contains(rest, ".env.") || strings.Contains(rest, ".headers.")
+}

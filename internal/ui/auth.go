@@ -1,0 +1,285 @@
+package ui
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/switchboard-bot/switchboard/memory"
+)
+
+// Cookie names.
+const (
+	sessionCookie = "sb_session"
+	preCookie     = "sb_login" // double-submit CSRF token of the login form
+)
+
+// Actor is who the audit log names for changes made in the console.
+const Actor = "web-ui"
+
+// loginSession is one logged-in browser.
+type loginSession struct {
+	id      string
+	csrf    string
+	created time.Time
+	expires time.Time
+	flash   string // one message for the next page
+}
+
+// auth holds the login table and the login rate limits.
+type auth struct {
+	o      Options
+	mu     sync.Mutex
+	byID   map[string]*loginSession
+	perIP  map[string]*rate.Limiter
+	global *rate.Limiter
+}
+
+func newAuth(o Options) *auth {
+	return &auth{o: o, byID: map[string]*loginSession{}, perIP: map[string]*rate.Limiter{},
+		global: rate.NewLimiter(rate.Limit(float64(o.LoginGlobal)/60), o.LoginGlobal)}
+}
+
+func randomToken() string {
+	var b [32]byte
+	_, _ = rand.Read(b[:]) // crypto/rand never fails on supported platforms
+	return hex.EncodeToString(b[:])
+}
+
+type ctxKey struct{}
+
+// sessionOf is the login of a request that passed require.
+func sessionOf(r *http.Request) *loginSession {
+	s, _ := r.Context().Value(ctxKey{}).(*loginSession)
+	return s
+}
+
+// lookup returns the live session of r, sliding its expiry.
+func (a *auth) lookup(r *http.Request) *loginSession {
+	c, err := r.Cookie(sessionCookie)
+	if err != nil || c.Value == "" {
+		return nil
+	}
+	now := a.o.Now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s := a.byID[c.Value]
+	if s == nil {
+		return nil
+	}
+	if !now.Before(s.expires) {
+		delete(a.byID, s.id)
+		return nil
+	}
+	s.expires = now.Add(a.o.SessionTTL)
+	return s
+}
+
+// create starts a session, dropping expired ones and, at the bound, the oldest.
+func (a *auth) create() *loginSession {
+	now := a.o.Now()
+	s := &loginSession{id: randomToken(), csrf: randomToken(), created: now, expires: now.Add(a.o.SessionTTL)}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var oldest *loginSession
+	for id, x := range a.byID {
+		if !now.Before(x.expires) {
+			delete(a.byID, id)
+			continue
+		}
+		if oldest == nil || x.created.Before(oldest.created) {
+			oldest = x
+		}
+	}
+	if len(a.byID) >= a.o.MaxSessions && oldest != nil {
+		delete(a.byID, oldest.id)
+	}
+	a.byID[s.id] = s
+	return s
+}
+
+func (a *auth) remove(s *loginSession) {
+	a.mu.Lock()
+	delete(a.byID, s.id)
+	a.mu.Unlock()
+}
+
+// setFlash and takeFlash carry one message to the next page of a session.
+func (a *auth) setFlash(s *loginSession, msg string) {
+	a.mu.Lock()
+	s.flash = msg
+	a.mu.Unlock()
+}
+
+func (a *auth) takeFlash(s *loginSession) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	f := s.flash
+	s.flash = ""
+	return f
+}
+
+// allowLogin applies the per-IP and global login rates.
+func (a *auth) allowLogin(ip string) bool {
+	now := a.o.Now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	l := a.perIP[ip]
+	if l == nil {
+		if len(a.perIP) >= 4096 { // bounded: forget every address at once
+			a.perIP = map[string]*rate.Limiter{}
+		}
+		l = rate.NewLimiter(rate.Limit(float64(a.o.LoginPerIP)/60), a.o.LoginPerIP)
+		a.perIP[ip] = l
+	}
+	return l.AllowN(now, 1) && a.global.AllowN(now, 1)
+}
+
+// require lets a request through only with a live session, and a POST only
+// with the session's CSRF token from the same origin.
+func (a *auth) require(next http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s := a.lookup(r)
+		if s == nil {
+			if r.Method == http.MethodGet && !strings.HasPrefix(r.URL.Path, "/ui/live/") && !strings.HasSuffix(r.URL.Path, "/stream") {
+				http.Redirect(w, r, "/ui/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+				return
+			}
+			http.Error(w, "log in first (/ui/login)", http.StatusUnauthorized)
+			return
+		}
+		if r.Method == http.MethodPost {
+			if crossOrigin(r) {
+				http.Error(w, "refused: the request came from another site", http.StatusForbidden)
+				return
+			}
+			got := r.Header.Get("X-CSRF-Token")
+			if got == "" {
+				r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+				got = r.PostFormValue("csrf")
+			}
+			if !equal(got, s.csrf) {
+				http.Error(w, "refused: missing or wrong CSRF token (reload the page)", http.StatusForbidden)
+				return
+			}
+		}
+		next(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, s)))
+	})
+}
+
+// maxForm bounds a form body (a whole config file or persona fits).
+const maxForm = 4 << 20
+
+func equal(a, b string) bool {
+	return a != "" && b != "" && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+}
+
+// crossOrigin reports an Origin header naming another host. A missing one
+// is fine (older browsers omit it on same-origin posts), and so is "null":
+// with Referrer-Policy no-referrer, Chromium sends "null" on the console's
+// own form posts. The CSRF token and the SameSite=Strict cookie still guard
+// those.
+func crossOrigin(r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	if o == "" || o == "null" {
+		return false
+	}
+	u, err := url.Parse(o)
+	return err != nil || u.Host != r.Host
+}
+
+func clientIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// setCookie writes an HttpOnly, SameSite=Strict cookie (Secure over TLS).
+func setCookie(w http.ResponseWriter, r *http.Request, name, value string, maxAge int) {
+	http.SetCookie(w, &http.Cookie{Name: name, Value: value, Path: "/ui/", MaxAge: maxAge, HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+}
+
+type loginData struct {
+	CSRF, Next, Error string
+}
+
+func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
+	if s.auth.lookup(r) != nil {
+		http.Redirect(w, r, "/ui/", http.StatusSeeOther)
+		return
+	}
+	s.renderLogin(w, r, http.StatusOK, safeNext(r.FormValue("next")), "")
+}
+
+func (s *Server) renderLogin(w http.ResponseWriter, r *http.Request, code int, next, msg string) {
+	pre := randomToken()
+	setCookie(w, r, preCookie, pre, 3600)
+	s.render(w, r, code, "login", loginData{CSRF: pre, Next: next, Error: msg})
+}
+
+func (s *Server) loginPost(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	pre, err := r.Cookie(preCookie)
+	if crossOrigin(r) || err != nil || !equal(r.PostFormValue("csrf"), pre.Value) {
+		http.Error(w, "refused: missing or wrong CSRF token (reload the login page)", http.StatusForbidden)
+		return
+	}
+	next := safeNext(r.PostFormValue("next"))
+	if !s.auth.allowLogin(clientIP(r)) {
+		w.Header().Set("Retry-After", "60")
+		s.renderLogin(w, r, http.StatusTooManyRequests, next, "Too many login attempts: wait a minute and try again.")
+		return
+	}
+	token := strings.TrimSpace(r.PostFormValue("token"))
+	ok := false
+	for _, t := range s.o.Backend.Tokens() {
+		if equal(token, t) {
+			ok = true
+		}
+	}
+	if !ok {
+		s.audit(r.Context(), "ui.login", "", "from "+clientIP(r), "wrong token")
+		s.renderLogin(w, r, http.StatusUnauthorized, next, "That is not the admin token.")
+		return
+	}
+	sess := s.auth.create()
+	setCookie(w, r, preCookie, "", -1)
+	setCookie(w, r, sessionCookie, sess.id, 0)
+	s.audit(r.Context(), "ui.login", "", "from "+clientIP(r), "")
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
+	s.auth.remove(sessionOf(r))
+	setCookie(w, r, sessionCookie, "", -1)
+	http.Redirect(w, r, "/ui/login", http.StatusSeeOther)
+}
+
+// safeNext keeps a post-login destination inside the console.
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, "/ui/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") ||
+		strings.HasPrefix(next, "/ui/login") {
+		return "/ui/"
+	}
+	return next
+}
+
+// audit records a console action; failures are logged, never shown.
+func (s *Server) audit(ctx context.Context, action, session, detail, errText string) {
+	rec := memory.AuditRecord{Time: s.o.Now(), Actor: Actor, Action: action, Session: session, Detail: detail, Error: errText}
+	if err := s.o.Backend.Store().Audit(context.WithoutCancel(ctx), rec); err != nil {
+		s.log.Warn("audit", "action", action, "err", err)
+	}
+}

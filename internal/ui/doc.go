@@ -1,0 +1,67 @@
+// Package ui owns the web console the daemon serves under /ui/ (issue 17):
+// login with the admin token, the server-side login sessions, CSRF, the
+// security headers, and the pages — overview (channels, model, queue,
+// delivery, turn and latency charts, live over Server-Sent Events), chat
+// through the web channel, sessions, jobs, personas, config, pairing, audit
+// and waiting approvals. Pages are html/template, every asset (templates,
+// app.js, style.css) is embedded; there is no Node build step and no CDN.
+//
+// Departure: DESIGN.md §1 (layout and dependency line) names this package
+// internal/webui; the code is internal/ui. Its place is the same: only
+// internal/daemon imports it, and it imports nothing above it.
+//
+// The package knows nothing of the daemon: internal/daemon implements
+// Backend (config, store, channel states, the scheduler's jobs, pairing,
+// approvals, reload, the checks config validation runs, the cluster status
+// with replicas) and, when the web channel is on, Chat (channels/web's
+// adapter itself). The daemon runs the web channel only when the console
+// agrees to serve (CheckServe), so no channel runs that nobody can reach.
+//
+// Design decisions:
+//
+//   - Login takes the admin token: server.admin_token, or the per-start
+//     token the daemon writes to <data_dir>/admin.token (Backend.Tokens).
+//     Success gives a random session id in an HttpOnly, SameSite=Strict
+//     cookie (Secure when the request came over TLS; proxy headers are not
+//     trusted), kept in a bounded server-side table with a sliding expiry
+//     (Options.SessionTTL). Logout deletes the entry. Login attempts are rate
+//     limited per client IP and globally (golang.org/x/time/rate).
+//   - Every POST needs the session's CSRF token (hidden field "csrf", or the
+//     X-CSRF-Token header app.js sends); the login form uses a double-submit
+//     pre-session cookie. A POST whose Origin names another host is refused.
+//     Without a session only /ui/login and /ui/static/ answer.
+//   - Headers on every answer: a Content-Security-Policy without inline
+//     script or style, nosniff, Referrer-Policy no-referrer, frame-ancestors
+//     'none'. Charts are inline SVG with presentation attributes only.
+//   - All user, model and tool text goes through html/template escaping.
+//     Model answers are Markdown rendered by goldmark with raw HTML off and a
+//     URL filter: links keep only http, https and mailto destinations,
+//     images become links (no remote loads); anything else is plain text.
+//   - Secrets never reach a page: the config view is Config.RedactedYAML; the
+//     whole-file editor is offered only when the file writes no secret in
+//     plain text (config.PlaintextSecrets), else keys are edited one by one
+//     and secret values are never echoed back.
+//   - Config edits go through config.SetInFile (a key) or config.ReplaceFile
+//     (the file), both validate-then-write with comments kept, after a
+//     preview with a diff; the persona references are checked too
+//     (Backend.CheckConfig). Then the daemon reloads (Backend.Reload), so the
+//     edit applies even with file watching off. Persona edits are parsed with
+//     personas.Parse (file:line errors shown inline) before the file is
+//     written atomically, then reloaded the same way.
+//   - Stats keeps per-minute buckets of turns, errors and latency for a day
+//     (fed as a hub Observer) and the traces of the last turns by turn id, so
+//     the chat page shows each turn's state timeline with durations; turns
+//     of an earlier process fall back to a timeline from message times.
+//   - Live parts are Server-Sent Events (overview, chat); each stream is
+//     owned by its request and ends with it or with Server.Close.
+//   - The chat stream (chatstream.go) subscribes, then sends the
+//     conversation as it is (history, and the running turn), so nothing
+//     finished or started before the browser connected is missed. The
+//     running turn's drafts (channels/web marks them Live while the typing
+//     indicator is on) go to a live area as "live" state and never into
+//     the history; the history is re-rendered only for finished messages,
+//     at the turn's end and when its commit shows up in the store.
+//   - With replicas (storage.backend postgres) the overview has a Cluster
+//     block: replicas alive and the leases each holds (Backend.Cluster);
+//     with bolt it is absent. A database error is logged, not shown.
+package ui

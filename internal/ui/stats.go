@@ -1,0 +1,159 @@
+package ui
+
+import (
+	"sync"
+	"time"
+
+	"github.com/switchboard-bot/switchboard/agent"
+)
+
+// Stats is the console's picture of recent activity, fed as a hub Observer:
+// per-minute buckets of turns, errors and latency over the last day, the last
+// event per channel, and the traces of the last turns by turn id. Safe for
+// concurrent use.
+type Stats struct {
+	now func() time.Time
+
+	mu      sync.Mutex
+	buckets [bucketCount]bucket
+	last    map[string]time.Time // channel → last inbound message
+	traces  map[string]TurnTrace // turn id → trace
+	order   []string             // turn ids, oldest first (bounded by maxTraces)
+}
+
+// bucketCount is a day of minutes.
+const bucketCount = 24 * 60
+
+// maxTraces bounds the traces kept for the chat and session pages.
+const maxTraces = 512
+
+type bucket struct {
+	minute  int64 // unix minute the bucket holds; other values are stale
+	turns   int
+	errors  int
+	latency time.Duration // sum
+	maxLat  time.Duration
+}
+
+// TurnTrace is a finished turn's trace as the agent reported it.
+type TurnTrace struct {
+	Channel  string
+	Finish   string
+	Duration time.Duration
+	Entries  []agent.TraceEntry
+}
+
+// NewStats returns empty stats; now may be nil (time.Now).
+func NewStats(now func() time.Time) *Stats {
+	if now == nil {
+		now = time.Now
+	}
+	return &Stats{now: now, last: map[string]time.Time{}, traces: map[string]TurnTrace{}}
+}
+
+// MessageIn records an inbound message of channel.
+func (s *Stats) MessageIn(channel string) {
+	s.mu.Lock()
+	s.last[channel] = s.now()
+	s.mu.Unlock()
+}
+
+// MessageDropped is part of the hub's Observer; the console does not chart drops.
+func (s *Stats) MessageDropped(string, string) {}
+
+// TurnDone records a finished turn.
+func (s *Stats) TurnDone(channel string, res agent.Result, err error, d time.Duration) {
+	now := s.now()
+	m := now.Unix() / 60
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := &s.buckets[m%bucketCount]
+	if b.minute != m {
+		*b = bucket{minute: m}
+	}
+	b.turns++
+	if err != nil {
+		b.errors++
+	}
+	b.latency += d
+	b.maxLat = max(b.maxLat, d)
+	if res.TurnID == "" {
+		return
+	}
+	finish := string(res.FinishReason)
+	if err != nil {
+		finish = "error"
+	}
+	if _, ok := s.traces[res.TurnID]; !ok {
+		s.order = append(s.order, res.TurnID)
+	}
+	s.traces[res.TurnID] = TurnTrace{Channel: channel, Finish: finish, Duration: d, Entries: append([]agent.TraceEntry(nil), res.Trace...)}
+	for len(s.order) > maxTraces {
+		delete(s.traces, s.order[0])
+		s.order = s.order[1:]
+	}
+}
+
+// Trace returns the trace of turn id, if this process ran it recently.
+func (s *Stats) Trace(id string) (TurnTrace, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.traces[id]
+	return t, ok
+}
+
+// LastEvent is when channel last received a message (zero if never).
+func (s *Stats) LastEvent(channel string) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.last[channel]
+}
+
+// Point is one chart bucket.
+type Point struct {
+	Start   time.Time
+	Turns   int
+	Errors  int
+	AvgLat  time.Duration
+	MaxLat  time.Duration
+	latency time.Duration
+}
+
+// Series returns n points of width minutes each, oldest first, ending with
+// the current minute.
+func (s *Stats) Series(n, width int) []Point {
+	nowMin := s.now().Unix() / 60
+	first := nowMin - int64(n*width) + 1
+	out := make([]Point, n)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range out {
+		start := first + int64(i*width)
+		p := Point{Start: time.Unix(start*60, 0)}
+		for m := start; m < start+int64(width); m++ {
+			b := s.buckets[((m%bucketCount)+bucketCount)%bucketCount]
+			if b.minute != m || m > nowMin {
+				continue
+			}
+			p.Turns += b.turns
+			p.Errors += b.errors
+			p.latency += b.latency
+			p.MaxLat = max(p.MaxLat, b.maxLat)
+		}
+		if p.Turns > 0 {
+			p.AvgLat = p.latency / time.Duration(p.Turns)
+		}
+		out[i] = p
+	}
+	return out
+}
+
+// TurnsLastMinutes is the number of turns finished in the last n minutes
+// (the current one included).
+func (s *Stats) TurnsLastMinutes(n int) int {
+	total := 0
+	for _, p := range s.Series(n, 1) {
+		total += p.Turns
+	}
+	return total
+}

@@ -1,0 +1,141 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/switchboard-bot/switchboard/memory"
+)
+
+// CommitTurn writes the turn, its first send intents, its audit records and
+// the inbox items it finishes in one transaction (memory.Lifecycle). A
+// commit with an invalid intent writes nothing.
+func (s *Store) CommitTurn(ctx context.Context, key string, c memory.TurnCommit) ([]uint64, error) {
+	op := "commit turn of " + key
+	var msgs []byte
+	if c.Turn != nil {
+		if key == "" {
+			return nil, errEmptyKey("commit turn")
+		}
+		if len(c.Turn.Messages) == 0 {
+			return nil, fmt.Errorf("memory: %s: turn has no messages", op)
+		}
+		var err error
+		if msgs, err = json.Marshal(c.Turn.Messages); err != nil {
+			return nil, fmt.Errorf("memory: %s: encode messages: %w", op, err)
+		}
+	}
+	now := s.now()
+	intents, err := prepareIntents(c.Intents, now)
+	if err != nil {
+		return nil, err
+	}
+	audit := stampAudit(c.Audit, now)
+	var out []uint64
+	err = s.tx(ctx, op, func(tx pgx.Tx) error {
+		out = nil
+		if c.Turn != nil {
+			if err := appendTurnTx(ctx, tx, key, *c.Turn, msgs, now); err != nil {
+				return err
+			}
+		}
+		var err error
+		if out, err = putIntentsTx(ctx, tx, intents); err != nil {
+			return err
+		}
+		if err := auditAllTx(ctx, tx, audit); err != nil {
+			return err
+		}
+		return inboxDoneTx(ctx, tx, c.Done)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// RecordDelivery writes a delivery step's receipts, next intents, audit
+// records and finished inbox items in one transaction (memory.Lifecycle);
+// a receipt for an unknown intent is ErrNotFound and nothing is written.
+func (s *Store) RecordDelivery(ctx context.Context, d memory.DeliveryRecord) ([]uint64, error) {
+	now := s.now()
+	for _, r := range d.Receipts {
+		if !validOutboxStatus(r.Status) {
+			return nil, fmt.Errorf("memory: record delivery: receipt %d: invalid status %q", r.ID, r.Status)
+		}
+	}
+	intents, err := prepareIntents(d.Intents, now)
+	if err != nil {
+		return nil, err
+	}
+	audit := stampAudit(d.Audit, now)
+	var out []uint64
+	err = s.tx(ctx, "record delivery", func(tx pgx.Tx) error {
+		out = nil
+		for _, r := range d.Receipts {
+			if err := receiptTx(ctx, tx, r, now); err != nil {
+				return err
+			}
+		}
+		var err error
+		if out, err = putIntentsTx(ctx, tx, intents); err != nil {
+			return err
+		}
+		if err := auditAllTx(ctx, tx, audit); err != nil {
+			return err
+		}
+		return inboxDoneTx(ctx, tx, d.Done)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func prepareIntents(in []memory.OutboxRecord, now time.Time) ([]memory.OutboxRecord, error) {
+	out := make([]memory.OutboxRecord, 0, len(in))
+	for _, r := range in {
+		p, err := prepareIntent(r, now)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func putIntentsTx(ctx context.Context, tx pgx.Tx, intents []memory.OutboxRecord) ([]uint64, error) {
+	var out []uint64
+	for _, r := range intents {
+		id, err := putIntentTx(ctx, tx, r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, nil
+}
+
+func stampAudit(in []memory.AuditRecord, now time.Time) []memory.AuditRecord {
+	out := make([]memory.AuditRecord, 0, len(in))
+	for _, r := range in {
+		if r.Time.IsZero() {
+			r.Time = now
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func auditAllTx(ctx context.Context, tx pgx.Tx, recs []memory.AuditRecord) error {
+	for _, r := range recs {
+		if err := auditTx(ctx, tx, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
