@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"time"
 
 	"github.com/switchboard-bot/switchboard/channels"
@@ -164,8 +165,9 @@ func (h *Handler) workClaimed(s *session) {
 			continue // another replica works on it
 		}
 		h.drainClaimed(s, held)
+		lost := held.Err() != nil // before release, which ends held too
 		release()
-		if more, _ := h.pendingFor(h.baseCtx, s.key); len(more) > 0 && held.Err() == nil {
+		if more, _ := h.pendingFor(h.baseCtx, s.key); len(more) > 0 && !lost {
 			h.mu.Lock()
 			s.wake = true // arrived while releasing: no other replica may have seen them
 			h.mu.Unlock()
@@ -219,6 +221,7 @@ func (h *Handler) drainClaimed(s *session, held context.Context) {
 // queueClaimed decides the items again (as Replay does) and queues the kept ones.
 func (h *Handler) queueClaimed(ctx context.Context, s *session, items []memory.InboxItem) {
 	var drop []uint64
+	var kept []item
 	for _, in := range items {
 		h.mu.Lock()
 		side := h.sideHandled[in.ID]
@@ -238,10 +241,20 @@ func (h *Handler) queueClaimed(ctx context.Context, s *session, items []memory.I
 		if it.decision == channels.Allow && commandName(it.msg.Text) == "stop" {
 			h.stopSession(s.key)
 		}
-		h.mu.Lock()
-		s.queue = append(s.queue, it)
-		h.mu.Unlock()
+		kept = append(kept, it)
 	}
+	// The platform's order, not the order of acceptance: two messages of a
+	// chat may reach two replicas (Slack spreads events over their
+	// connections) and be accepted the other way round.
+	slices.SortStableFunc(kept, func(a, b item) int {
+		if a.msg.Time.IsZero() || b.msg.Time.IsZero() {
+			return 0
+		}
+		return a.msg.Time.Compare(b.msg.Time)
+	})
+	h.mu.Lock()
+	s.queue = append(s.queue, kept...)
+	h.mu.Unlock()
 	if len(drop) > 0 {
 		err := h.store.InboxDone(ctx, drop...)
 		h.noteWrite(opClear, err)

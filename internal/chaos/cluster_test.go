@@ -65,7 +65,8 @@ jobs:
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg, err := r.p.WriteConfig(dir, loadtest.ConfigOptions{DataDir: filepath.Join(dir, "data"), Listen: addr, Extra: extra})
+		cfg, err := r.p.WriteConfig(dir, loadtest.ConfigOptions{DataDir: filepath.Join(dir, "data"), Listen: addr, Extra: extra,
+			LogLevel: os.Getenv("CHAOS_LOG_LEVEL")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,6 +144,11 @@ func TestClusterSIGKILLReplicas(t *testing.T) {
 	if testing.Short() {
 		t.Skip("chaos: starts and kills three daemon binaries")
 	}
+	if raceEnabled {
+		// The daemons are plain binaries either way; -race would only slow
+		// the fakes in this process and distort the takeover times measured.
+		t.Skip("chaos: the replica test measures takeover times; run it without -race")
+	}
 	const replicas, chats = 3, 100
 	kills := 20
 	if os.Getenv("CHAOS_KILLS") != "" {
@@ -199,10 +205,13 @@ func TestClusterSIGKILLReplicas(t *testing.T) {
 		}
 	}()
 
-	// Each chat talks closed-loop until the kills are over.
+	// Each chat sends two messages back to back, waits for both answers
+	// (or gives up after the wait), and goes on until the kills are over.
 	type said struct {
-		tok  string
-		chat int
+		tok   string
+		chat  int
+		prev  string // the message sent just before, in the same pair ("" for a pair's first)
+		inice bool   // both messages of the pair were answered within the wait
 	}
 	var mu sync.Mutex
 	var sent []said
@@ -211,24 +220,33 @@ func TestClusterSIGKILLReplicas(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for seq := 0; ; seq++ {
+			for seq := 0; ; seq += 2 {
 				select {
 				case <-killerDone:
 					return
 				default:
 				}
-				tok := loadtest.Token(c, seq)
-				ch := s.r.p.Expect(tok)
-				mu.Lock()
-				sent = append(sent, said{tok, c})
-				mu.Unlock()
-				s.r.p.Say(c, tok)
-				select {
-				case <-ch:
-				case <-time.After(3 * clusterTTL):
-				case <-ctx.Done():
-					return
+				a, b := loadtest.Token(c, seq), loadtest.Token(c, seq+1)
+				cha, chb := s.r.p.Expect(a), s.r.p.Expect(b)
+				s.r.p.Say(c, a)
+				s.r.p.Say(c, b)
+				timeout := time.After(3 * clusterTTL)
+				got := 0
+				for got < 2 {
+					select {
+					case <-cha:
+						cha, got = nil, got+1
+					case <-chb:
+						chb, got = nil, got+1
+					case <-timeout:
+						got = 3
+					case <-ctx.Done():
+						return
+					}
 				}
+				mu.Lock()
+				sent = append(sent, said{tok: a, chat: c}, said{tok: b, chat: c, prev: a, inice: got == 2})
+				mu.Unlock()
 				time.Sleep(time.Duration(200+c%7*50) * time.Millisecond)
 			}
 		}()
@@ -266,25 +284,31 @@ func TestClusterSIGKILLReplicas(t *testing.T) {
 			firstContact = append(firstContact, tok) // as in TestKillRestartDuringConversations
 			continue
 		}
-		t.Errorf("message %s (%s) never answered", tok, loadtest.PlatformOf(chatOf(tok)))
+		t.Errorf("message %s (%s) never answered; the replicas' log lines about it or its session:\n%s", tok,
+			loadtest.PlatformOf(chatOf(tok)), grepLines(out, tok, sessionKey(chatOf(tok))))
 	}
 	if len(dups) > resends {
 		t.Errorf("%d duplicate replies but only %d counted resends: %v", len(dups), resends, dups)
 	}
-	// Each chat's answers in order: an answer never appears before the
-	// answer to an earlier message of the same chat.
-	last := map[int]time.Time{}
+	// Each chat's answers in order: of two messages the platform delivered
+	// back to back, the second is never answered before the first (both in
+	// one answer is fine: mid-turn messages join the next turn). Pairs whose
+	// first message was lost with a killed replica and came back through the
+	// platform's retry are not ordered by the platform either: only pairs
+	// answered within the wait count.
+	ordered := 0
 	for _, m := range sent {
-		sg, ok := sightings[m.tok]
-		if !ok {
+		if m.prev == "" || !m.inice {
 			continue
 		}
-		if sg.First.Before(last[m.chat]) {
-			t.Errorf("chat %d: the answer to %s came before the answer to an earlier message", m.chat, m.tok)
+		first, second := sightings[m.prev], sightings[m.tok]
+		ordered++
+		if second.First.Before(first.First) {
+			t.Errorf("chat %d: %s was answered before %s, sent just before it", m.chat, m.tok, m.prev)
 		}
-		if sg.First.After(last[m.chat]) {
-			last[m.chat] = sg.First
-		}
+	}
+	if ordered < len(sent)/4 {
+		t.Errorf("only %d of %d pairs were answered within the wait: the order check saw too little", ordered, len(sent)/2)
 	}
 	if n := s.r.p.Telegram.Conflicts(); n > 0 {
 		t.Errorf("the Telegram fake answered %d getUpdates with 409: two replicas polled at once", n)
@@ -295,10 +319,11 @@ func TestClusterSIGKILLReplicas(t *testing.T) {
 			ticks = append(ticks, m)
 		}
 	}
-	for i := 1; i < len(ticks); i++ {
-		if gap := ticks[i].Date.Sub(ticks[i-1].Date); gap < 1500*time.Millisecond {
-			t.Errorf("reminder delivered twice within %v (%v and %v): a slot fired twice", gap, ticks[i-1].Date, ticks[i].Date)
-		}
+	// Exactly once per slot: never more deliveries than slots went by (a
+	// slot missed during a leader change is delivered late once, misfire
+	// run_once, so two deliveries may be close together).
+	if slots := int(time.Since(began)/(3*time.Second)) + 1; len(ticks) > slots {
+		t.Errorf("%d reminder deliveries for %d slots of the every-3s job: a slot fired twice", len(ticks), slots)
 	}
 	var worst time.Duration
 	for _, d := range takeovers {
@@ -311,8 +336,8 @@ func TestClusterSIGKILLReplicas(t *testing.T) {
 		t.Errorf("no kill of the Telegram poller was measured")
 	}
 	t.Logf("%d kills of %d replicas; %d messages from %d chats, %d unanswered Discord first contacts; %d resends, %d duplicates; "+
-		"%d reminder deliveries; Telegram polling taken over %d times, worst %v (lease ttl %v): %v",
-		kills, replicas, len(sent), chats, len(firstContact), resends, len(dups), len(ticks), len(takeovers), worst, clusterTTL, takeovers)
+		"%d reminder deliveries; %d pairs in order; Telegram polling taken over %d times, worst %v (lease ttl %v): %v",
+		kills, replicas, len(sent), chats, len(firstContact), resends, len(dups), len(ticks), ordered, len(takeovers), worst, clusterTTL, takeovers)
 	if slots := int(time.Since(began) / (3 * time.Second)); len(ticks) < slots/3 {
 		var lines []string
 		for _, l := range strings.Split(out, "\n") {
@@ -329,4 +354,18 @@ func TestClusterSIGKILLReplicas(t *testing.T) {
 func chatOf(tok string) int {
 	n, _ := strconv.Atoi(strings.TrimPrefix(tok[:strings.IndexByte(tok, 'x')], "q"))
 	return n
+}
+
+// grepLines returns the lines of out containing any of subs (at most 40).
+func grepLines(out string, subs ...string) string {
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		for _, sub := range subs {
+			if strings.Contains(l, sub) {
+				lines = append(lines, l)
+				break
+			}
+		}
+	}
+	return strings.Join(lines[:min(len(lines), 40)], "\n")
 }

@@ -251,6 +251,14 @@ func (r *rig) onPlatform(tok string, pl loadtest.Platform) bool {
 				return true
 			}
 		}
+	case loadtest.Discord:
+		// A send that reached Discord while its replica was killed; the
+		// replay's Verifier found it in the channel and did not resend.
+		for _, m := range r.p.Discord.Sent(loadtest.DiscordChannelID(chatOf(tok))) {
+			if strings.Contains(m.Content, tok) {
+				return true
+			}
+		}
 	}
 	return false
 }

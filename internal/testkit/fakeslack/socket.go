@@ -181,9 +181,15 @@ func (s *Server) deliver(e *envelope) {
 		frame["retry_reason"] = "timeout"
 	}
 	if err := s.write(c, frame); err != nil {
+		// A connection that cannot be written to is gone (its client died):
+		// like Slack, deliver on another open connection, or queue the
+		// envelope for the next one to say hello.
 		s.mu.Lock()
-		s.pending = append(s.pending, e)
+		if s.conns[c.n] == c {
+			delete(s.conns, c.n)
+		}
 		s.mu.Unlock()
+		s.deliver(e)
 		return
 	}
 	s.mu.Lock()
