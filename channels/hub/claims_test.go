@@ -296,3 +296,48 @@ func TestClaimsStopOnAnotherReplicaCancelsTheTurn(t *testing.T) {
 		}
 	}
 }
+
+// Issue 18: two messages of a chat reach two replicas and are accepted the
+// other way round; the claimed session answers them in the platform's order
+// (their timestamps), not in the order of acceptance.
+func TestClaimsAnswerInThePlatformsOrder(t *testing.T) {
+	var mu sync.Mutex
+	var asked []string
+	llm := fakellm.Start(t, func(req *fakellm.Request) fakellm.Response {
+		mu.Lock()
+		asked = append(asked, fakellm.StripRuntimeContext(req.LastUserText()))
+		mu.Unlock()
+		return fakellm.Response{Content: "ok"}
+	})
+	c := newCluster(t, llm, "a", "b")
+	// A third replica holds the session's claim while both are accepted.
+	other := replicaClaims{f: c.claims, name: "c"}
+	if _, _, ok, _ := other.TryClaim(context.Background(), "memory:c1"); !ok {
+		t.Fatal("could not hold the claim")
+	}
+	t0 := time.Now()
+	for _, m := range []struct {
+		replica, id, text string
+		at                time.Time
+	}{{"b", "m2", "second", t0.Add(time.Second)}, {"a", "m1", "first", t0}} {
+		msg := channels.Message{Channel: "memory", ChatID: "c1", MessageID: m.id, Sender: channels.Sender{ID: "u1", Name: "U"},
+			Text: m.text, Direct: true, Time: m.at}
+		if err := c.rep[m.replica].Handle(context.Background(), msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.claims.expire("c")
+	if err := c.rep["a"].Sweep(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "both messages to be answered", func() bool {
+		p, err := c.store.InboxPending(context.Background())
+		return err == nil && len(p) == 0
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	all := strings.Join(asked, "\n")
+	if i, j := strings.Index(all, "first"), strings.Index(all, "second"); i < 0 || j < 0 || j < i {
+		t.Fatalf("the model was asked %q: want the earlier message first", asked)
+	}
+}
