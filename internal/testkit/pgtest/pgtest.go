@@ -310,6 +310,48 @@ func (c *Cluster) CreateDatabase(ctx context.Context, name string) (string, erro
 	return c.url(name), nil
 }
 
+// Pause freezes the server and every backend (SIGSTOP to the postmaster and
+// its children, which run in sessions of their own): connections stay open
+// and nothing answers, as with a hung database host. Resume undoes it.
+func (c *Cluster) Pause() error { return c.signalAll(syscall.SIGSTOP) }
+
+// Resume lets a paused server run again.
+func (c *Cluster) Resume() error { return c.signalAll(syscall.SIGCONT) }
+
+// signalAll sends sig to the postmaster and to every process whose parent it is.
+func (c *Cluster) signalAll(sig syscall.Signal) error {
+	if c.cmd == nil || c.cmd.Process == nil {
+		return fmt.Errorf("pgtest: cluster %s is not running", c.dir)
+	}
+	root := c.cmd.Process.Pid
+	pids := []int{root}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return fmt.Errorf("pgtest: list processes: %w", err)
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …: comm may hold spaces, so split after ")".
+		rest := string(stat[strings.LastIndexByte(string(stat), ')')+1:])
+		if f := strings.Fields(rest); len(f) > 1 && f[1] == strconv.Itoa(root) {
+			pids = append(pids, pid)
+		}
+	}
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, sig); err != nil && pid == root {
+			return fmt.Errorf("pgtest: signal %v: %w", sig, err)
+		}
+	}
+	return nil
+}
+
 // Stop shuts the server down (immediate shutdown, then SIGKILL if it does
 // not exit), reaps it and removes the directory. It is idempotent.
 func (c *Cluster) Stop() {
