@@ -296,14 +296,7 @@ func (h *Handler) replayItem(ctx context.Context, in memory.InboxItem) (item, bo
 	}
 	switch d {
 	case channels.Ignore, channels.Deny:
-		reason := "ignored"
-		if d == channels.Deny {
-			h.denied.Add(1)
-			reason = "denied"
-		} else {
-			h.ignored.Add(1)
-		}
-		h.obs.MessageDropped(msg.Channel, reason)
+		h.countDropped(msg, d)
 		h.log.Info("not replaying a message the access policy no longer allows", "id", in.ID,
 			"channel", msg.Channel, "user", msg.UserKey(), "decision", d.String())
 		return item{}, false
@@ -313,4 +306,17 @@ func (h *Handler) replayItem(ctx context.Context, in memory.InboxItem) (item, bo
 		it.answered, it.answer, it.turnID = true, in.Answer, in.TurnID
 	}
 	return it, true
+}
+
+// countDropped counts a message the access policy refuses (d is Ignore or
+// Deny) for the stats and the observer.
+func (h *Handler) countDropped(msg channels.Message, d channels.Decision) {
+	reason := "ignored"
+	if d == channels.Deny {
+		h.denied.Add(1)
+		reason = "denied"
+	} else {
+		h.ignored.Add(1)
+	}
+	h.obs.MessageDropped(msg.Channel, reason)
 }

@@ -34,14 +34,7 @@ func (h *Handler) recheckAccess(s *session, batch []item) []item {
 			it.decision = d
 			h.pair(s, it)
 		default:
-			reason := "ignored"
-			if d == channels.Deny {
-				h.denied.Add(1)
-				reason = "denied"
-			} else {
-				h.ignored.Add(1)
-			}
-			h.obs.MessageDropped(it.msg.Channel, reason)
+			h.countDropped(it.msg, d)
 			h.log.Info("dropping a queued message: the access policy no longer allows its sender",
 				"channel", it.msg.Channel, "user", it.msg.UserKey(), "decision", d.String())
 			h.done([]item{it})
