@@ -32,6 +32,17 @@ import (
 //
 // Without Claims (one process, bolt) none of this runs: Handle queues in
 // memory as before.
+//
+// Order: two messages of a chat sent within milliseconds may reach two
+// replicas (Slack hands consecutive events to different connections) and be
+// accepted the other way round. The claimed session's items are taken in the
+// platform's order (message timestamps), after a short settle
+// (HandlerOptions.ClaimSettle) so a message another replica is accepting
+// right then is among them. A message accepted after its successor's turn
+// already ran is answered after it: no ordering can undo that.
+
+// DefaultClaimSettle is HandlerOptions.ClaimSettle's default.
+const DefaultClaimSettle = 30 * time.Millisecond
 
 // Claims coordinates sessions across replicas (internal/daemon implements it
 // on internal/cluster).
@@ -186,6 +197,11 @@ func (h *Handler) drainClaimed(s *session, held context.Context) {
 		s.held = nil
 		h.mu.Unlock()
 	}()
+	// Let a message of this chat that another replica is accepting right
+	// now land first, so the platform's order decides (see queueClaimed).
+	if !h.retryWait(held, h.claimSettle) {
+		return
+	}
 	done := map[uint64]bool{}
 	for held.Err() == nil && !h.closing() {
 		pending, err := h.pendingFor(held, s.key)

@@ -141,8 +141,11 @@ type HandlerOptions struct {
 	Formatting map[string]string
 	BotName    string
 	// Claims, when set, coordinates sessions across replicas sharing the
-	// store (claims.go); nil runs as one process.
-	Claims Claims
+	// store (claims.go); nil runs as one process. ClaimSettle is how long a
+	// claimed session waits before reading its backlog (default
+	// DefaultClaimSettle).
+	Claims      Claims
+	ClaimSettle time.Duration
 	// Observer receives events for metrics (optional); if it also implements
 	// StorageObserver it learns of store write failures.
 	Observer Observer
@@ -199,10 +202,11 @@ type Handler struct {
 	// operator (Ctrl-C): they are finished, not replayed (interrupt.go).
 	operatorCancel atomic.Bool
 
-	mu       sync.Mutex
-	chans    map[string]channels.Channel
-	sessions map[string]*session
-	claims   Claims
+	mu          sync.Mutex
+	chans       map[string]channels.Channel
+	sessions    map[string]*session
+	claims      Claims
+	claimSettle time.Duration
 	// sideHandled are inbox items answered beside the queue in claims mode
 	// (approvals another replica stored); the session's worker skips them.
 	sideHandled map[uint64]bool
@@ -236,6 +240,9 @@ func NewHandler(o HandlerOptions) *Handler {
 	if o.Observer == nil {
 		o.Observer = nopObserver{}
 	}
+	if o.ClaimSettle <= 0 {
+		o.ClaimSettle = DefaultClaimSettle
+	}
 	if o.StorageRetryBase <= 0 {
 		o.StorageRetryBase = DefaultStorageRetryBase
 	}
@@ -248,7 +255,8 @@ func NewHandler(o HandlerOptions) *Handler {
 		format: o.Formatting, botName: o.BotName, log: o.Logger, now: o.Now, maxQueue: o.MaxQueue, obs: o.Observer,
 		pairing: NewPairing(o.Store, o.Now), sem: make(chan struct{}, o.MaxConcurrentTurns),
 		baseCtx: ctx, cancelAll: cancel, chans: map[string]channels.Channel{}, sessions: map[string]*session{},
-		retryBase: o.StorageRetryBase, retryMax: o.StorageRetryMax, quit: make(chan struct{}), claims: o.Claims}
+		retryBase: o.StorageRetryBase, retryMax: o.StorageRetryMax, quit: make(chan struct{}), claims: o.Claims,
+		claimSettle: o.ClaimSettle}
 	pol := o.Access
 	h.access.Store(&pol)
 	h.caps.set(o.MaxMessageChars, o.MaxTurnChars)

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -66,7 +67,7 @@ jobs:
 			t.Fatal(err)
 		}
 		cfg, err := r.p.WriteConfig(dir, loadtest.ConfigOptions{DataDir: filepath.Join(dir, "data"), Listen: addr, Extra: extra,
-			LogLevel: os.Getenv("CHAOS_LOG_LEVEL")})
+			LogLevel: cmp.Or(os.Getenv("CHAOS_LOG_LEVEL"), "info")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,7 +103,7 @@ func (s *replicaSet) start(i int) {
 	s.r.mu.Lock()
 	s.r.procs = append(s.r.procs, p)
 	s.r.mu.Unlock()
-	if _, err := p.WaitReady(context.Background(), 30*time.Second); err != nil {
+	if _, err := p.WaitReady(context.Background(), 60*time.Second); err != nil {
 		s.t.Fatalf("replica %d: %v\n%s", i, err, p.Output())
 	}
 	s.mu.Lock()
@@ -296,16 +297,32 @@ func TestClusterSIGKILLReplicas(t *testing.T) {
 	// first message was lost with a killed replica and came back through the
 	// platform's retry are not ordered by the platform either: only pairs
 	// answered within the wait count.
-	ordered := 0
+	ordered, slackPairs := 0, 0
+	var slackSwapped []string
 	for _, m := range sent {
 		if m.prev == "" || !m.inice {
 			continue
 		}
 		first, second := sightings[m.prev], sightings[m.tok]
 		ordered++
-		if second.First.Before(first.First) {
-			t.Errorf("chat %d: %s was answered before %s, sent just before it", m.chat, m.tok, m.prev)
+		slack := loadtest.PlatformOf(m.chat) == loadtest.Slack
+		if slack {
+			slackPairs++
 		}
+		if !second.First.Before(first.First) {
+			continue
+		}
+		if slack {
+			// Slack may hand the two events to two replicas' connections;
+			// the later one can then be accepted first (see channels/hub
+			// claims.go). Counted, bounded below.
+			slackSwapped = append(slackSwapped, m.prev+"/"+m.tok)
+			continue
+		}
+		t.Errorf("chat %d: %s was answered before %s, sent just before it", m.chat, m.tok, m.prev)
+	}
+	if len(slackSwapped)*100 > slackPairs {
+		t.Errorf("%d of %d Slack pairs answered the other way round (more than 1%%): %v", len(slackSwapped), slackPairs, slackSwapped)
 	}
 	if ordered < len(sent)/4 {
 		t.Errorf("only %d of %d pairs were answered within the wait: the order check saw too little", ordered, len(sent)/2)
@@ -336,8 +353,8 @@ func TestClusterSIGKILLReplicas(t *testing.T) {
 		t.Errorf("no kill of the Telegram poller was measured")
 	}
 	t.Logf("%d kills of %d replicas; %d messages from %d chats, %d unanswered Discord first contacts; %d resends, %d duplicates; "+
-		"%d reminder deliveries; %d pairs in order; Telegram polling taken over %d times, worst %v (lease ttl %v): %v",
-		kills, replicas, len(sent), chats, len(firstContact), resends, len(dups), len(ticks), ordered, len(takeovers), worst, clusterTTL, takeovers)
+		"%d reminder deliveries; %d pairs in order, %d of %d Slack pairs swapped; Telegram polling taken over %d times, worst %v (lease ttl %v): %v",
+		kills, replicas, len(sent), chats, len(firstContact), resends, len(dups), len(ticks), ordered, len(slackSwapped), slackPairs, len(takeovers), worst, clusterTTL, takeovers)
 	if slots := int(time.Since(began) / (3 * time.Second)); len(ticks) < slots/3 {
 		var lines []string
 		for _, l := range strings.Split(out, "\n") {

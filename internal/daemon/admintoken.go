@@ -27,6 +27,11 @@ func (d *Daemon) writeLocalToken() string {
 	}
 	tok := hex.EncodeToString(b[:])
 	dir := d.config().ResolvePath(d.config().Bot.DataDir)
+	// With storage.backend postgres nothing else creates the data dir.
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		d.log.Warn("could not create the data dir for the local admin token; CLI commands need server.admin_token", "err", err)
+		return ""
+	}
 	if err := writeFile0600(filepath.Join(dir, AdminTokenFile), []byte(tok+"\n")); err != nil {
 		d.log.Warn("could not write the local admin token; CLI commands need server.admin_token", "err", err)
 		return ""
