@@ -45,8 +45,10 @@
 //     escapes both, and round-trip exactly.
 //   - Path and every error name the database by its URL without the
 //     password.
-//   - Cluster coordination (session claims, leases) is not here; the schema
-//     leaves room for it (inbox rows carry session_key and a serial id).
+//   - Cluster coordination (leases, session claims) lives in internal/cluster
+//     with its own tables; this store serves it InboxPendingSession (one
+//     session's backlog, by the inbox_session index), which the hub's claims
+//     mode reads when a replica claims a chat.
 package postgres
 
 import (
