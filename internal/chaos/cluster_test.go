@@ -22,7 +22,7 @@ import (
 )
 
 // clusterTTL is cluster.lease_ttl in the cluster chaos test.
-const clusterTTL = 2 * time.Second
+const clusterTTL = time.Second
 
 // tickChat is the Telegram chat the every-3s reminder is delivered to (the
 // fake knows only chats that wrote to the bot: chat 0's).
@@ -176,7 +176,7 @@ func TestClusterSIGKILLReplicas(t *testing.T) {
 		rnd := rand.New(rand.NewPCG(7, 18))
 		for k := range kills {
 			select {
-			case <-time.After(time.Duration(1000+rnd.IntN(1500)) * time.Millisecond):
+			case <-time.After(time.Duration(500+rnd.IntN(700)) * time.Millisecond):
 			case <-ctx.Done():
 				return
 			}
@@ -231,7 +231,7 @@ func TestClusterSIGKILLReplicas(t *testing.T) {
 				cha, chb := s.r.p.Expect(a), s.r.p.Expect(b)
 				s.r.p.Say(c, a)
 				s.r.p.Say(c, b)
-				timeout := time.After(3 * clusterTTL)
+				timeout := time.After(4 * clusterTTL)
 				got := 0
 				for got < 2 {
 					select {
@@ -255,7 +255,7 @@ func TestClusterSIGKILLReplicas(t *testing.T) {
 	<-killerDone
 	wg.Wait()
 	lost := map[string]bool{}
-	deadline := time.Now().Add(6 * clusterTTL)
+	deadline := time.Now().Add(10 * clusterTTL)
 	var sightings map[string]loadtest.Sighting
 	for {
 		sightings = s.r.p.Sightings()
