@@ -74,7 +74,7 @@ func Open(ctx context.Context, url string, o Options) (*Cluster, error) {
 	c.wake.init()
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: open %s: %w", c.path, scrub(err, ""))
+		return nil, fmt.Errorf("cluster: open %s: %w", c.path, redact.Error(err))
 	}
 	c.secret = cfg.ConnConfig.Password
 	if cfg.MaxConns < 4 {
@@ -220,7 +220,7 @@ func (c *Cluster) prune(ctx context.Context) {
 }
 
 func (c *Cluster) openErr(err error) error {
-	return fmt.Errorf("cluster: open %s: %w", c.path, scrub(err, c.secret))
+	return fmt.Errorf("cluster: open %s: %w", c.path, redact.Error(err, c.secret))
 }
 
 // wrap hides the password in a database error.
@@ -228,31 +228,5 @@ func (c *Cluster) wrap(err error) error {
 	if err == nil {
 		return nil
 	}
-	return scrub(err, c.secret)
-}
-
-// scrubbed is an error whose text had a secret removed; errors.Is and
-// errors.As still see the original chain.
-type scrubbed struct {
-	err error
-	msg string
-}
-
-func (e *scrubbed) Error() string { return e.msg }
-func (e *scrubbed) Unwrap() error { return e.err }
-
-func scrub(err error, secret string) error {
-	if err == nil {
-		return nil
-	}
-	msg := err.Error()
-	red := msg
-	if secret != "" {
-		red = strings.ReplaceAll(red, secret, "[redacted]")
-	}
-	red = redact.Text(red)
-	if red == msg {
-		return err
-	}
-	return &scrubbed{err: err, msg: red}
+	return redact.Error(err, c.secret)
 }

@@ -28,15 +28,22 @@ func Text(s string) string {
 	})
 }
 
-// Error wraps err so that its text goes through Text; errors.Is and
-// errors.As still see the wrapped chain. nil stays nil, and an error whose
-// text has nothing to hide is returned as is.
-func Error(err error) error {
+// Error wraps err so that its text goes through Text, with every one of
+// secrets (a password a driver may echo outside a URL) replaced by
+// "[redacted]"; errors.Is and errors.As still see the wrapped chain. nil
+// stays nil, and an error whose text has nothing to hide is returned as is.
+func Error(err error, secrets ...string) error {
 	if err == nil {
 		return nil
 	}
 	msg := err.Error()
-	if red := Text(msg); red != msg {
+	red := msg
+	for _, sec := range secrets {
+		if sec != "" {
+			red = strings.ReplaceAll(red, sec, "[redacted]")
+		}
+	}
+	if red = Text(red); red != msg {
 		return &redactedError{err: err, msg: red}
 	}
 	return err

@@ -46,3 +46,20 @@ func TestRedactErrorKeepsChain(t *testing.T) {
 		t.Fatal("errors.As no longer finds the *url.Error")
 	}
 }
+
+// Error hides the secrets it is given beside the URLs in an error's text,
+// and the original error stays reachable.
+func TestErrorHidesSecrets(t *testing.T) {
+	base := errors.New(`connect: password authentication failed for "hunter2-pw" at postgres://u:hunter2-pw@db/x`)
+	err := Error(fmt.Errorf("open: %w", base), "hunter2-pw", "")
+	if strings.Contains(err.Error(), "hunter2-pw") {
+		t.Fatalf("the secret is in %q", err)
+	}
+	if !errors.Is(err, base) {
+		t.Fatal("errors.Is lost the wrapped error")
+	}
+	plain := errors.New("nothing to hide")
+	if Error(plain, "hunter2-pw") != plain {
+		t.Fatal("an error with nothing to hide was wrapped")
+	}
+}

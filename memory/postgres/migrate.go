@@ -11,12 +11,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/golang-migrate/migrate/v4"
-	migratepgx "github.com/golang-migrate/migrate/v4/database/pgx/v5"
-	"github.com/golang-migrate/migrate/v4/source/iofs"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/switchboard-bot/switchboard/internal/pgmigrate"
 )
 
 //go:embed migrations/*.sql
@@ -67,41 +65,13 @@ func migrateUp(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error 
 	} else if found && cur == latest && !dirty {
 		return nil // the common start: nothing to do, no lock taken
 	}
-	src, err := iofs.New(migrations, "migrations")
+	v, changed, err := pgmigrate.Up(ctx, pool, migrations, "migrations", migrationsTable, log)
 	if err != nil {
-		return fmt.Errorf("schema: read embedded migrations: %w", err)
-	}
-	db := stdlib.OpenDBFromPool(pool)
-	drv, err := migratepgx.WithInstance(db, &migratepgx.Config{MigrationsTable: migrationsTable})
-	if err != nil {
-		_ = src.Close()
-		_ = db.Close()
-		return fmt.Errorf("schema: %w", err)
-	}
-	m, err := migrate.NewWithInstance("iofs", src, "pgx5", drv)
-	if err != nil {
-		_ = src.Close()
-		_ = drv.Close()
-		return fmt.Errorf("schema: %w", err)
-	}
-	defer m.Close()
-	m.Log = migrateLog{log}
-	// Up has no context: stop it when ctx ends.
-	stop := context.AfterFunc(ctx, func() {
-		select {
-		case m.GracefulStop <- true:
-		default:
-		}
-	})
-	defer stop()
-	switch err := m.Up(); {
-	case errors.Is(err, migrate.ErrNoChange):
-		return nil
-	case err != nil:
 		return fmt.Errorf("schema migration: %w", err)
 	}
-	v, _, _ := m.Version()
-	log.Info("memory schema migrated", "version", v)
+	if changed {
+		log.Info("memory schema migrated", "version", v)
+	}
 	return nil
 }
 
@@ -127,12 +97,3 @@ func readVersion(ctx context.Context, q interface {
 	}
 	return uint(v), dirty, true, nil
 }
-
-// migrateLog sends golang-migrate's messages to slog at debug level.
-type migrateLog struct{ log *slog.Logger }
-
-func (l migrateLog) Printf(format string, v ...any) {
-	l.log.Debug(strings.TrimSpace(fmt.Sprintf(format, v...)), "component", "migrate")
-}
-
-func (l migrateLog) Verbose() bool { return false }

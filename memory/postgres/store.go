@@ -101,7 +101,7 @@ func Open(ctx context.Context, url string, opts memory.Options) (*Store, error) 
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		// pgx hides the password in parse errors; scrub anyway.
-		return nil, fmt.Errorf("memory: open postgres: %w", scrub(err, passwordOf(url)))
+		return nil, fmt.Errorf("memory: open postgres: %w", redact.Error(err, passwordOf(url)))
 	}
 	s := &Store{path: redact.URL(url), secret: cfg.ConnConfig.Password, opts: opts, log: opts.Logger}
 	if !strings.Contains(url, "://") {
@@ -125,7 +125,7 @@ func Open(ctx context.Context, url string, opts memory.Options) (*Store, error) 
 }
 
 func (s *Store) openErr(err error) error {
-	return fmt.Errorf("memory: open %s: %w", s.path, scrub(err, s.secret))
+	return fmt.Errorf("memory: open %s: %w", s.path, redact.Error(err, s.secret))
 }
 
 // passwordOf is the password in a URL or DSN ("" if none or unparsable).
@@ -209,36 +209,9 @@ func (s *Store) wrap(op string, err error) error {
 		return nil
 	}
 	if s.closed.Load() && !errors.Is(err, memory.ErrClosed) {
-		return fmt.Errorf("memory: %s: %w: %w", op, memory.ErrClosed, scrub(err, s.secret))
+		return fmt.Errorf("memory: %s: %w: %w", op, memory.ErrClosed, redact.Error(err, s.secret))
 	}
-	return fmt.Errorf("memory: %s: %w", op, scrub(err, s.secret))
-}
-
-// scrubbed is an error whose text had a secret removed; errors.Is and
-// errors.As still see the original chain.
-type scrubbed struct {
-	err error
-	msg string
-}
-
-func (e *scrubbed) Error() string { return e.msg }
-func (e *scrubbed) Unwrap() error { return e.err }
-
-// scrub hides secret and any URL credentials in err's text.
-func scrub(err error, secret string) error {
-	if err == nil {
-		return nil
-	}
-	msg := err.Error()
-	red := msg
-	if secret != "" {
-		red = strings.ReplaceAll(red, secret, "[redacted]")
-	}
-	red = redact.Text(red)
-	if red == msg {
-		return err
-	}
-	return &scrubbed{err: err, msg: red}
+	return fmt.Errorf("memory: %s: %w", op, redact.Error(err, s.secret))
 }
 
 // clean makes s storable in a text column: invalid UTF-8 and NUL become
