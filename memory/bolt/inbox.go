@@ -145,15 +145,11 @@ func outboxTurnKey(turnID string, id uint64) []byte {
 	return append(k, u64(id)...)
 }
 
-func validOutboxStatus(s string) bool {
-	return s == memory.OutboxPending || s == memory.OutboxDelivered || s == memory.OutboxFailed
-}
-
 // OutboxIntent records that chunk r.Chunk of turn r.TurnID is about to be sent
 // to r.Target and returns its ID. Status defaults to pending; Created and
 // Updated are set from the store clock.
 func (s *Store) OutboxIntent(ctx context.Context, r memory.OutboxRecord) (uint64, error) {
-	r, err := prepareIntent(r, s.now())
+	r, err := memory.PrepareIntent(r, s.now())
 	if err != nil {
 		return 0, err
 	}
@@ -167,18 +163,6 @@ func (s *Store) OutboxIntent(ctx context.Context, r memory.OutboxRecord) (uint64
 		return 0, err
 	}
 	return id, nil
-}
-
-// prepareIntent defaults and checks an intent's status and sets its times.
-func prepareIntent(r memory.OutboxRecord, now time.Time) (memory.OutboxRecord, error) {
-	if r.Status == "" {
-		r.Status = memory.OutboxPending
-	}
-	if !validOutboxStatus(r.Status) {
-		return r, fmt.Errorf("memory: outbox intent: invalid status %q", r.Status)
-	}
-	r.Created, r.Updated = now, now
-	return r, nil
 }
 
 // putIntentTx stores a prepared intent inside tx and returns its id.
@@ -202,7 +186,7 @@ func putIntentTx(tx *bbolt.Tx, r memory.OutboxRecord) (uint64, error) {
 // id yields an error wrapping ErrNotFound.
 func (s *Store) OutboxResult(ctx context.Context, id uint64, status, platformID, errText string) error {
 	op := fmt.Sprintf("outbox result %d", id)
-	if !validOutboxStatus(status) {
+	if !memory.ValidOutboxStatus(status) {
 		return fmt.Errorf("memory: %s: invalid status %q", op, status)
 	}
 	now := s.now()

@@ -3,7 +3,6 @@ package bolt
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/switchboard-bot/switchboard/memory"
 
@@ -24,11 +23,11 @@ func (s *Store) CommitTurn(ctx context.Context, key string, c memory.TurnCommit)
 		}
 	}
 	now := s.now()
-	intents, err := prepareIntents(c.Intents, now)
+	intents, err := memory.PrepareIntents(c.Intents, now)
 	if err != nil {
 		return nil, err
 	}
-	audit := stampAudit(c.Audit, now)
+	audit := memory.StampAudit(c.Audit, now)
 	var ids []uint64
 	err = s.batch(ctx, op, func(tx *bbolt.Tx) error {
 		ids = ids[:0]
@@ -56,16 +55,14 @@ func (s *Store) CommitTurn(ctx context.Context, key string, c memory.TurnCommit)
 // records and finished inbox items in one transaction (memory.Lifecycle).
 func (s *Store) RecordDelivery(ctx context.Context, d memory.DeliveryRecord) ([]uint64, error) {
 	now := s.now()
-	for _, r := range d.Receipts {
-		if !validOutboxStatus(r.Status) {
-			return nil, fmt.Errorf("memory: record delivery: receipt %d: invalid status %q", r.ID, r.Status)
-		}
+	if err := memory.CheckReceipts(d.Receipts); err != nil {
+		return nil, err
 	}
-	intents, err := prepareIntents(d.Intents, now)
+	intents, err := memory.PrepareIntents(d.Intents, now)
 	if err != nil {
 		return nil, err
 	}
-	audit := stampAudit(d.Audit, now)
+	audit := memory.StampAudit(d.Audit, now)
 	var ids []uint64
 	err = s.batch(ctx, "record delivery", func(tx *bbolt.Tx) error {
 		ids = ids[:0]
@@ -89,21 +86,6 @@ func (s *Store) RecordDelivery(ctx context.Context, d memory.DeliveryRecord) ([]
 	return ids, nil
 }
 
-func prepareIntents(in []memory.OutboxRecord, now time.Time) ([]memory.OutboxRecord, error) {
-	if len(in) == 0 {
-		return nil, nil
-	}
-	out := make([]memory.OutboxRecord, len(in))
-	for i, r := range in {
-		p, err := prepareIntent(r, now)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = p
-	}
-	return out, nil
-}
-
 func putIntentsTx(tx *bbolt.Tx, intents []memory.OutboxRecord, ids []uint64) ([]uint64, error) {
 	for _, r := range intents {
 		id, err := putIntentTx(tx, r)
@@ -113,20 +95,6 @@ func putIntentsTx(tx *bbolt.Tx, intents []memory.OutboxRecord, ids []uint64) ([]
 		ids = append(ids, id)
 	}
 	return ids, nil
-}
-
-func stampAudit(in []memory.AuditRecord, now time.Time) []memory.AuditRecord {
-	if len(in) == 0 {
-		return nil
-	}
-	out := make([]memory.AuditRecord, len(in))
-	for i, r := range in {
-		if r.Time.IsZero() {
-			r.Time = now
-		}
-		out[i] = r
-	}
-	return out
 }
 
 func auditAllTx(tx *bbolt.Tx, recs []memory.AuditRecord) error {

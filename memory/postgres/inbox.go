@@ -139,22 +139,6 @@ func inboxDoneTx(ctx context.Context, tx pgx.Tx, done []uint64) error {
 	return nil
 }
 
-func validOutboxStatus(s string) bool {
-	return s == memory.OutboxPending || s == memory.OutboxDelivered || s == memory.OutboxFailed
-}
-
-// prepareIntent defaults and checks an intent's status and sets its times.
-func prepareIntent(r memory.OutboxRecord, now time.Time) (memory.OutboxRecord, error) {
-	if r.Status == "" {
-		r.Status = memory.OutboxPending
-	}
-	if !validOutboxStatus(r.Status) {
-		return r, fmt.Errorf("memory: outbox intent: invalid status %q", r.Status)
-	}
-	r.Created, r.Updated = now, now
-	return r, nil
-}
-
 func putIntentTx(ctx context.Context, tx pgx.Tx, r memory.OutboxRecord) (uint64, error) {
 	var id int64
 	err := tx.QueryRow(ctx, `INSERT INTO outbox (target, turn_id, chunk, text, status, platform_id, error, created, updated)
@@ -170,7 +154,7 @@ func putIntentTx(ctx context.Context, tx pgx.Tx, r memory.OutboxRecord) (uint64,
 // sent to r.Target and returns its ID. Status defaults to pending; Created
 // and Updated are set from the store clock.
 func (s *Store) OutboxIntent(ctx context.Context, r memory.OutboxRecord) (uint64, error) {
-	r, err := prepareIntent(r, s.now())
+	r, err := memory.PrepareIntent(r, s.now())
 	if err != nil {
 		return 0, err
 	}
@@ -203,7 +187,7 @@ func receiptTx(ctx context.Context, tx pgx.Tx, r memory.Receipt, now time.Time) 
 // unknown id yields an error wrapping ErrNotFound.
 func (s *Store) OutboxResult(ctx context.Context, id uint64, status, platformID, errText string) error {
 	op := fmt.Sprintf("outbox result %d", id)
-	if !validOutboxStatus(status) {
+	if !memory.ValidOutboxStatus(status) {
 		return fmt.Errorf("memory: %s: invalid status %q", op, status)
 	}
 	now := s.now()

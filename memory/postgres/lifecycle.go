@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -30,11 +29,11 @@ func (s *Store) CommitTurn(ctx context.Context, key string, c memory.TurnCommit)
 		}
 	}
 	now := s.now()
-	intents, err := prepareIntents(c.Intents, now)
+	intents, err := memory.PrepareIntents(c.Intents, now)
 	if err != nil {
 		return nil, err
 	}
-	audit := stampAudit(c.Audit, now)
+	audit := memory.StampAudit(c.Audit, now)
 	var out []uint64
 	err = s.tx(ctx, op, func(tx pgx.Tx) error {
 		out = nil
@@ -63,16 +62,14 @@ func (s *Store) CommitTurn(ctx context.Context, key string, c memory.TurnCommit)
 // a receipt for an unknown intent is ErrNotFound and nothing is written.
 func (s *Store) RecordDelivery(ctx context.Context, d memory.DeliveryRecord) ([]uint64, error) {
 	now := s.now()
-	for _, r := range d.Receipts {
-		if !validOutboxStatus(r.Status) {
-			return nil, fmt.Errorf("memory: record delivery: receipt %d: invalid status %q", r.ID, r.Status)
-		}
+	if err := memory.CheckReceipts(d.Receipts); err != nil {
+		return nil, err
 	}
-	intents, err := prepareIntents(d.Intents, now)
+	intents, err := memory.PrepareIntents(d.Intents, now)
 	if err != nil {
 		return nil, err
 	}
-	audit := stampAudit(d.Audit, now)
+	audit := memory.StampAudit(d.Audit, now)
 	var out []uint64
 	err = s.tx(ctx, "record delivery", func(tx pgx.Tx) error {
 		out = nil
@@ -96,18 +93,6 @@ func (s *Store) RecordDelivery(ctx context.Context, d memory.DeliveryRecord) ([]
 	return out, nil
 }
 
-func prepareIntents(in []memory.OutboxRecord, now time.Time) ([]memory.OutboxRecord, error) {
-	out := make([]memory.OutboxRecord, 0, len(in))
-	for _, r := range in {
-		p, err := prepareIntent(r, now)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, p)
-	}
-	return out, nil
-}
-
 func putIntentsTx(ctx context.Context, tx pgx.Tx, intents []memory.OutboxRecord) ([]uint64, error) {
 	var out []uint64
 	for _, r := range intents {
@@ -118,17 +103,6 @@ func putIntentsTx(ctx context.Context, tx pgx.Tx, intents []memory.OutboxRecord)
 		out = append(out, id)
 	}
 	return out, nil
-}
-
-func stampAudit(in []memory.AuditRecord, now time.Time) []memory.AuditRecord {
-	out := make([]memory.AuditRecord, 0, len(in))
-	for _, r := range in {
-		if r.Time.IsZero() {
-			r.Time = now
-		}
-		out = append(out, r)
-	}
-	return out
 }
 
 func auditAllTx(ctx context.Context, tx pgx.Tx, recs []memory.AuditRecord) error {
