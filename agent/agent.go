@@ -35,6 +35,7 @@ type Agent struct {
 	builder  ContextBuilder
 	log      *slog.Logger
 	locks    keyedMutex
+	viewer   memory.TurnReader // nil: a turn's reads are separate (turnview.go)
 	// jsonFallback is set once an endpoint rejected native tools (auto protocol).
 	jsonFallback atomic.Bool
 
@@ -56,6 +57,7 @@ func New(o Options) (*Agent, error) {
 		builder:  ContextBuilder{Location: o.Location, Now: o.Now, NotesMaxCount: o.NotesMaxCount, NotesMaxChars: o.NotesMaxChars},
 		log:      o.Logger,
 		usage:    map[string]memory.Usage{},
+		viewer:   turnReader(o),
 	}
 	if a.o.Compactor == nil {
 		if ns, ok := o.Notes.(NotesStore); ok {

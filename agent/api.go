@@ -51,7 +51,8 @@ type Request struct {
 	// Commit, if set, commits the finished turn instead of
 	// Options.Sessions.AppendTurn; it gets the turn's trace so the caller can
 	// store what it decides about the turn (its answer's first send intent,
-	// audit records) in the same transaction (memory.Lifecycle). An error is
+	// audit records) in the same transaction (memory.Lifecycle). Its ctx is
+	// not canceled with the turn and ends 10 s after the call. An error is
 	// returned from ProcessMessage like a failed AppendTurn.
 	Commit func(ctx context.Context, turn memory.Turn, trace []TraceEntry) error
 }

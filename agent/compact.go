@@ -87,16 +87,31 @@ type sessionState struct {
 
 // Compact implements Compactor: it returns the verbatim history for the turn.
 func (c *summaryCompactor) Compact(ctx context.Context, key string, window []memory.Message) ([]memory.Message, error) {
-	o := c.a.o
 	notes, err := c.notes.ListNotes(ctx, key)
 	if err != nil {
 		return nil, fmt.Errorf("agent: compact %s: read notes: %w", key, err)
 	}
-	_, sum, extra := splitNotes(notes)
 	st, err := c.state(ctx, key)
 	if err != nil {
 		return nil, fmt.Errorf("agent: compact %s: %w", key, err)
 	}
+	out, _, err := c.compactWith(ctx, key, window, notes, st)
+	return out, err
+}
+
+// compactView is Compact from the notes and counters the turn already read
+// (viewCompactor); changed reports that it wrote or deleted notes.
+func (c *summaryCompactor) compactView(ctx context.Context, key string, v memory.TurnView) ([]memory.Message, bool, error) {
+	var st sessionState
+	if v.Found {
+		st = sessionState{total: v.Meta.Messages, resets: len(v.Meta.Archived)}
+	}
+	return c.compactWith(ctx, key, v.History, v.Notes, st)
+}
+
+func (c *summaryCompactor) compactWith(ctx context.Context, key string, window []memory.Message, notes []memory.Note, st sessionState) ([]memory.Message, bool, error) {
+	o := c.a.o
+	_, sum, extra := splitNotes(notes)
 	if sum != nil && (sum.resets != st.resets || sum.messages > st.total) {
 		c.a.log.Info("dropping a conversation summary of an earlier (reset) conversation", slog.String("session", key))
 		extra = append(extra, memory.Note{ID: sum.id})
@@ -112,9 +127,10 @@ func (c *summaryCompactor) Compact(ctx context.Context, key string, window []mem
 		(o.ContextTokens > 0 && estimateTokens(verbatim) > o.ContextTokens/2)
 	if !need {
 		c.cleanup(ctx, key, extra)
-		return verbatim, nil
+		return verbatim, len(extra) > 0, nil
 	}
-	return c.compact(ctx, key, st, sum, extra)
+	out, err := c.compact(ctx, key, st, sum, extra)
+	return out, true, err
 }
 
 // state reads the session's size: from the store's counters when it keeps

@@ -23,6 +23,7 @@ type turn struct {
 	o        Options
 	req      Request
 	persona  Persona
+	log      *slog.Logger // with the turn's session and id (logger)
 	tools    []Tool
 	id       string
 	tr       *tracker
@@ -86,28 +87,11 @@ func (t *turn) now() time.Time { return t.o.Now() }
 
 // execute runs the turn and commits it.
 func (t *turn) execute(parent context.Context) (Result, error) {
-	log := t.a.log.With(slog.String("session", t.req.SessionKey), slog.String("turn", t.id))
-	hist, err := t.o.Sessions.LoadHistory(parent, t.req.SessionKey, t.o.MaxHistory)
-	if err != nil {
-		return Result{TurnID: t.id, FinishReason: FinishAPIError}, fmt.Errorf("agent: load history of %s: %w", t.req.SessionKey, err)
+	if err := t.readContext(parent); err != nil {
+		return Result{TurnID: t.id, FinishReason: FinishAPIError}, err
 	}
-	hist = sanitizeHistory(hist)
-	if t.o.Compactor != nil {
-		t.tr.enter(StateCompacting)
-		if h, err := t.o.Compactor.Compact(parent, t.req.SessionKey, hist); err != nil {
-			log.Warn("history compaction failed; using the history as loaded", slog.String("error", err.Error()))
-		} else {
-			hist = sanitizeHistory(h)
-		}
-	}
-	t.history = hist
 	t.mode = t.pickMode()
 	t.system = t.a.builder.SystemPrompt(t.persona, t.tools, t.mode)
-	if notes, err := t.a.notesMessage(parent, t.req.SessionKey, t.tools); err != nil {
-		log.Warn("could not read the chat's notes; answering without them", slog.String("error", err.Error()))
-	} else {
-		t.notes = notes
-	}
 
 	user := memory.Message{Role: memory.RoleUser, Content: t.req.Text, Name: t.req.Runtime.SenderName, Time: t.started}
 	for _, m := range t.req.Media {
@@ -146,9 +130,11 @@ func (t *turn) execute(parent context.Context) (Result, error) {
 	}
 	t.a.addUsage(t.req.SessionKey, t.usage)
 	t.emit(Event{Kind: EventTurnEnd, Usage: t.usage, Start: t.started, End: ended})
-	log.LogAttrs(parent, slog.LevelInfo, "turn finished", slog.String("finish", string(finish)),
-		slog.Int("iterations", t.iterations), slog.Int("tool_calls", t.toolCalls),
-		slog.Int("tokens", t.usage.TotalTokens), slog.Duration("duration", res.Duration))
+	if t.a.log.Enabled(parent, slog.LevelInfo) {
+		t.logger().LogAttrs(parent, slog.LevelInfo, "turn finished", slog.String("finish", string(finish)),
+			slog.Int("iterations", t.iterations), slog.Int("tool_calls", t.toolCalls),
+			slog.Int("tokens", t.usage.TotalTokens), slog.Duration("duration", res.Duration))
+	}
 	return res, runErr
 }
 

@@ -80,7 +80,11 @@ func (s *sseStream) Close() {
 // "[DONE]", the server's error when the stream carried one, and the read
 // error when the stream broke off.
 func (s *sseStream) Recv(c *streamChunk) error {
-	*c = streamChunk{}
+	// The previous chunk's choices are cleared and their array reused:
+	// encoding/json appends into a slice's capacity without zeroing it.
+	choices := c.Choices[:cap(c.Choices)]
+	clear(choices)
+	*c = streamChunk{Choices: choices[:0]}
 	if err := s.dec.Decode(c); err != nil {
 		// The framing's own end ([DONE], a server error, a cut stream) comes
 		// back as it is, unless a chunk was left incomplete before it.

@@ -3,7 +3,6 @@ package hub
 import (
 	"context"
 	"strings"
-	"time"
 
 	"github.com/switchboard-bot/switchboard/agent"
 	"github.com/switchboard-bot/switchboard/channels"
@@ -23,13 +22,14 @@ import (
 // hook takes the chat's send slot from a Pacer channel, so the intent is not
 // written long before its platform call; a canceled wait commits without it.
 type turnCommit struct {
-	h      *Handler
-	lc     memory.Lifecycle
-	ch     channels.Channel
-	batch  []item
-	turnID string
-	st     *streamer
-	wait   context.Context // the turn's context, for the pacer
+	h       *Handler
+	lc      memory.Lifecycle
+	ch      channels.Channel
+	batch   []item
+	turnID  string
+	st      *streamer
+	wait    context.Context // the turn's context, for the pacer
+	release func()          // gives the turn's slot back (idempotent)
 
 	// Set by hook.
 	used     bool              // the agent committed through the hook
@@ -65,9 +65,11 @@ func (tc *turnCommit) hook(ctx context.Context, turn memory.Turn, trace []agent.
 		tc.commit.Intents = []memory.OutboxRecord{{Target: last.Target().String(), TurnID: tc.turnID,
 			Chunk: 0, Text: chunks[0].Text, Status: OutboxPending}}
 	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	intents, err := tc.lc.CommitTurn(cctx, last.Target().String(), tc.commit)
+	if tc.release != nil {
+		tc.release()
+	}
+	// ctx is the agent's commit context: not canceled with the turn, bounded.
+	intents, err := tc.lc.CommitTurn(ctx, last.Target().String(), tc.commit)
 	if err != nil {
 		tc.pending, tc.skipped = true, false
 		return err
@@ -78,7 +80,7 @@ func (tc *turnCommit) hook(ctx context.Context, turn memory.Turn, trace []agent.
 
 // reset forgets what an earlier run of the turn committed; st is this run's streamer.
 func (tc *turnCommit) reset(st *streamer) {
-	*tc = turnCommit{h: tc.h, lc: tc.lc, ch: tc.ch, batch: tc.batch, turnID: tc.turnID, wait: tc.wait, st: st}
+	*tc = turnCommit{h: tc.h, lc: tc.lc, ch: tc.ch, batch: tc.batch, turnID: tc.turnID, wait: tc.wait, st: st, release: tc.release}
 }
 
 // settle records a successful commit's prepared delivery.

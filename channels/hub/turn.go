@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchboard-bot/switchboard/agent"
@@ -105,8 +106,14 @@ func (h *Handler) runCommitted(ctx context.Context, ch channels.Channel, batch [
 			return agent.Result{}, turnCanceled, nil
 		}
 		started := time.Now()
+		var released atomic.Bool
+		tc.release = func() {
+			if released.CompareAndSwap(false, true) {
+				<-h.sem
+			}
+		}
 		res, err := h.turn(ctx, ch, target, turnID, batch, tc)
-		<-h.sem
+		tc.release()
 		h.turns.Add(1)
 		h.obs.TurnDone(last.Channel, res, err, time.Since(started))
 		if !tc.used {

@@ -12,7 +12,10 @@ import (
 	"github.com/switchboard-bot/switchboard/internal/testkit/fakellm"
 )
 
-var useFakeLLM = flag.Bool("fakellm", false, "BenchmarkHandlerThroughput: answer through fakellm's Echo instead of the lean EchoModel")
+var (
+	useFakeLLM  = flag.Bool("fakellm", false, "BenchmarkHandlerThroughput: answer through fakellm's Echo (in process) instead of the lean EchoModel")
+	inprocModel = flag.Bool("inproc-model", false, "BenchmarkHandlerThroughput: run EchoModel in the benchmark's process (its allocations counted with the daemon's), not in a child process")
+)
 
 // BenchmarkHandlerThroughput pushes b.N messages through the real daemon
 // wiring (handler, durable BoltDB store, agent, provider over loopback to an
@@ -26,11 +29,24 @@ var useFakeLLM = flag.Bool("fakellm", false, "BenchmarkHandlerThroughput: answer
 func BenchmarkHandlerThroughput(b *testing.B) {
 	const chats = 1000
 	ctx := context.Background()
-	var model fakellm.Responder // nil: EchoModel
-	if *useFakeLLM {
-		model = fakellm.Echo()
+	var (
+		ip  *Inproc
+		err error
+	)
+	switch {
+	case *useFakeLLM:
+		ip, err = StartInproc(ctx, b.TempDir(), 16, fakellm.Echo(), nil)
+	case *inprocModel:
+		ip, err = StartInproc(ctx, b.TempDir(), 16, nil, nil)
+	default: // EchoModel in its own process: the figures are the daemon's
+		var mp *ModelProcess
+		if mp, err = StartModelProcess(ctx); err == nil {
+			ip, err = StartInprocModel(ctx, b.TempDir(), 16, mp, mp.URL, nil)
+			if err != nil {
+				mp.Close()
+			}
+		}
 	}
-	ip, err := StartInproc(ctx, b.TempDir(), 16, model, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

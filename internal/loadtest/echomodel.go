@@ -46,7 +46,14 @@ func (m *EchoModel) Close() { m.srv.Close() }
 // RequestCount is how many chat completions were answered.
 func (m *EchoModel) RequestCount() int { return int(m.requests.Load()) }
 
+// echoCountPath answers RequestCount over HTTP (ModelProcess).
+const echoCountPath = "/requests"
+
 func (m *EchoModel) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet && r.URL.Path == echoCountPath {
+		_, _ = w.Write(strconv.AppendInt(nil, m.requests.Load(), 10))
+		return
+	}
 	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/chat/completions") {
 		http.NotFound(w, r)
 		return

@@ -64,6 +64,10 @@ var builtBinary struct {
 }
 
 func TestMain(m *testing.M) {
+	if os.Getenv(ModelProcessEnv) != "" {
+		RunModelProcess()
+		return
+	}
 	code := m.Run()
 	if builtBinary.dir != "" {
 		os.RemoveAll(builtBinary.dir)

@@ -146,17 +146,17 @@ type Inproc struct {
 // StartInproc starts an in-process daemon (durable store in dir) answering
 // through the fake model r, or through the lean EchoModel when r is nil.
 func StartInproc(ctx context.Context, dir string, maxTurns int, r fakellm.Responder, log *slog.Logger) (*Inproc, error) {
-	var (
-		llm Model
-		url string
-	)
 	if r == nil {
 		m := NewEchoModel()
-		llm, url = m, m.URL
-	} else {
-		m := fakellm.New(r)
-		llm, url = m, m.URL
+		return StartInprocModel(ctx, dir, maxTurns, m, m.URL, log)
 	}
+	m := fakellm.New(r)
+	return StartInprocModel(ctx, dir, maxTurns, m, m.URL, log)
+}
+
+// StartInprocModel starts an in-process daemon answering through the model
+// endpoint at url (llm.base_url); Stop closes llm with the daemon.
+func StartInprocModel(ctx context.Context, dir string, maxTurns int, llm Model, url string, log *slog.Logger) (*Inproc, error) {
 	cfg := InprocConfig(dir, url, maxTurns)
 	ch := NewReplyChannel("load")
 	// HTTPClient stays nil: the daemon's own default client is what is measured.

@@ -17,19 +17,20 @@ func (s *Store) Audit(ctx context.Context, rec memory.AuditRecord) error {
 		rec.Time = s.now()
 	}
 	return s.batch(ctx, "audit "+rec.Action, func(tx *bbolt.Tx) error {
-		return auditTx(tx, rec)
+		a := newArena(256 + len(rec.Detail))
+		return auditTx(tx, &a, rec)
 	})
 }
 
 // auditTx appends rec inside tx.
-func auditTx(tx *bbolt.Tx, rec memory.AuditRecord) error {
+func auditTx(tx *bbolt.Tx, a *txArena, rec memory.AuditRecord) error {
 	b := tx.Bucket(bAudit)
 	seq, err := b.NextSequence()
 	if err != nil {
 		return fmt.Errorf("audit sequence: %w", err)
 	}
 	rec.ID = seq
-	return putJSON(b, u64(seq), rec)
+	return a.put(b, seq, func(buf []byte) ([]byte, error) { return appendAuditRecord(buf, &rec) })
 }
 
 // ListAudit returns the records matching f, newest first.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchboard-bot/switchboard/memory"
@@ -28,13 +29,26 @@ type groupCommit struct {
 	running bool
 }
 
+// gcCall is one writer's function and, once answered, its result. A call
+// is answered once; later answers (a fault after it was answered) are
+// dropped.
 type gcCall struct {
-	fn  func(*bbolt.Tx) error
-	err chan error
+	fn       func(*bbolt.Tx) error
+	err      error
+	answered atomic.Bool
+	done     sync.WaitGroup
+}
+
+func (c *gcCall) answer(err error) {
+	if c.answered.CompareAndSwap(false, true) {
+		c.err = err
+		c.done.Done()
+	}
 }
 
 func (s *Store) commitGrouped(fn func(*bbolt.Tx) error) error {
-	c := &gcCall{fn: fn, err: make(chan error, 1)}
+	c := &gcCall{fn: fn}
+	c.done.Add(1)
 	g := &s.gc
 	g.mu.Lock()
 	g.pending = append(g.pending, c)
@@ -43,7 +57,8 @@ func (s *Store) commitGrouped(fn func(*bbolt.Tx) error) error {
 		go s.commitLoop() // exits as soon as nothing is pending
 	}
 	g.mu.Unlock()
-	return <-c.err
+	c.done.Wait()
+	return c.err
 }
 
 func (s *Store) commitLoop() {
@@ -82,10 +97,7 @@ func (s *Store) commitCallsSafe(calls []*gcCall) {
 	}
 	err = fmt.Errorf("%w: %w (stop switchboard and run `switchboard doctor`)", memory.ErrInvalidDatabase, err)
 	for _, c := range calls {
-		select {
-		case c.err <- err: // buffered: a writer already answered keeps its result
-		default:
-		}
+		c.answer(err) // a writer already answered keeps its result
 	}
 }
 
@@ -103,13 +115,13 @@ func (s *Store) commitCalls(calls []*gcCall) {
 		})
 		if failed < 0 {
 			for _, c := range calls {
-				c.err <- err
+				c.answer(err)
 			}
 			return
 		}
 		c := calls[failed]
 		calls = slices.Delete(slices.Clone(calls), failed, failed+1)
-		c.err <- s.db.Update(func(tx *bbolt.Tx) error { return safeCall(c.fn, tx) })
+		c.answer(s.db.Update(func(tx *bbolt.Tx) error { return safeCall(c.fn, tx) }))
 	}
 }
 

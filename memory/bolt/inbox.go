@@ -3,6 +3,7 @@ package bolt
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -42,8 +43,8 @@ func (s *Store) Accept(ctx context.Context, item memory.InboxItem) (id uint64, d
 	item.State = memory.InboxPending
 	item.TurnID, item.Answer = "", ""
 	expiry := now.Add(s.opts.DedupTTL).UnixNano()
-	op := fmt.Sprintf("accept %s message %q", item.Channel, item.MessageID)
-	err = s.batch(ctx, op, func(tx *bbolt.Tx) error {
+	op := func() string { return fmt.Sprintf("accept %s message %q", item.Channel, item.MessageID) }
+	err = s.batchOp(ctx, op, func(tx *bbolt.Tx) error {
 		id, duplicate = 0, false // Batch may run this more than once
 		if item.MessageID != "" {
 			dedup, exp := tx.Bucket(bDedup), tx.Bucket(bDedupExp)
@@ -72,7 +73,8 @@ func (s *Store) Accept(ctx context.Context, item memory.InboxItem) (id uint64, d
 		}
 		it := item
 		it.ID = seq
-		if err := putJSON(inbox, u64(seq), it); err != nil {
+		a := newArena(256 + len(it.Payload)*4/3 + len(it.MessageID) + len(it.SessionKey))
+		if err := a.put(inbox, seq, func(b []byte) ([]byte, error) { return appendInboxItem(b, &it) }); err != nil {
 			return err
 		}
 		id = seq
@@ -156,7 +158,8 @@ func (s *Store) OutboxIntent(ctx context.Context, r memory.OutboxRecord) (uint64
 	var id uint64
 	err = s.batch(ctx, "outbox intent for "+r.Target, func(tx *bbolt.Tx) error {
 		var err error
-		id, err = putIntentTx(tx, r)
+		a := newArena(256 + len(r.Text))
+		id, err = putIntentTx(tx, &a, r)
 		return err
 	})
 	if err != nil {
@@ -166,17 +169,20 @@ func (s *Store) OutboxIntent(ctx context.Context, r memory.OutboxRecord) (uint64
 }
 
 // putIntentTx stores a prepared intent inside tx and returns its id.
-func putIntentTx(tx *bbolt.Tx, r memory.OutboxRecord) (uint64, error) {
+func putIntentTx(tx *bbolt.Tx, a *txArena, r memory.OutboxRecord) (uint64, error) {
 	ob := tx.Bucket(bOutbox)
 	seq, err := ob.NextSequence()
 	if err != nil {
 		return 0, fmt.Errorf("outbox sequence: %w", err)
 	}
 	r.ID = seq
-	if err := putJSON(ob, u64(seq), r); err != nil {
+	if err := a.put(ob, seq, func(b []byte) ([]byte, error) { return appendOutboxRecord(b, &r) }); err != nil {
 		return 0, err
 	}
-	if err := tx.Bucket(bOutboxTurn).Put(outboxTurnKey(r.TurnID, seq), nil); err != nil {
+	m := a.mark()
+	a.b = append(append(a.b, r.TurnID...), 0)
+	a.b = binary.BigEndian.AppendUint64(a.b, seq)
+	if err := tx.Bucket(bOutboxTurn).Put(a.since(m), nil); err != nil {
 		return 0, fmt.Errorf("outbox index: %w", err)
 	}
 	return seq, nil
@@ -203,13 +209,22 @@ func (s *Store) OutboxResult(ctx context.Context, id uint64, status, platformID,
 		return fmt.Errorf("memory: %s: %w", op, memory.ErrNotFound)
 	}
 	return s.batch(ctx, op, func(tx *bbolt.Tx) error {
-		return receiptTx(tx, memory.Receipt{ID: id, Status: status, PlatformID: platformID, Error: errText}, now)
+		a := newArena(256)
+		return receiptTx(tx, &a, memory.Receipt{ID: id, Status: status, PlatformID: platformID, Error: errText}, now)
 	})
 }
 
 // receiptTx completes outbox record r.ID inside tx; an unknown id is ErrNotFound.
-func receiptTx(tx *bbolt.Tx, r memory.Receipt, now time.Time) error {
+func receiptTx(tx *bbolt.Tx, a *txArena, r memory.Receipt, now time.Time) error {
 	ob := tx.Bucket(bOutbox)
+	k := a.key(r.ID)
+	if old := ob.Get(k); old != nil {
+		m := a.mark()
+		var ok bool
+		if a.b, ok = appendReceipt(a.b, old, r.Status, r.PlatformID, r.Error, now); ok {
+			return ob.Put(k, a.since(m))
+		}
+	}
 	var rec memory.OutboxRecord
 	found, err := getJSON(ob, u64(r.ID), &rec)
 	if err != nil {

@@ -13,13 +13,13 @@ import (
 // the inbox items it finishes in one transaction (memory.Lifecycle). It goes
 // through the batch path, so concurrent sessions share one fsync.
 func (s *Store) CommitTurn(ctx context.Context, key string, c memory.TurnCommit) ([]uint64, error) {
-	op := "commit turn of " + key
+	op := func() string { return "commit turn of " + key }
 	if c.Turn != nil {
 		if key == "" {
 			return nil, errEmptyKey("commit turn")
 		}
 		if len(c.Turn.Messages) == 0 {
-			return nil, fmt.Errorf("memory: %s: turn has no messages", op)
+			return nil, fmt.Errorf("memory: %s: turn has no messages", op())
 		}
 	}
 	now := s.now()
@@ -29,18 +29,19 @@ func (s *Store) CommitTurn(ctx context.Context, key string, c memory.TurnCommit)
 	}
 	audit := memory.StampAudit(c.Audit, now)
 	var ids []uint64
-	err = s.batch(ctx, op, func(tx *bbolt.Tx) error {
+	err = s.batchOp(ctx, op, func(tx *bbolt.Tx) error {
 		ids = ids[:0]
+		a := newArena(commitArenaSize(c))
 		if c.Turn != nil {
-			if err := appendTurnTx(tx, key, *c.Turn, now); err != nil {
+			if err := appendTurnTx(tx, &a, key, *c.Turn, now); err != nil {
 				return err
 			}
 		}
 		var err error
-		if ids, err = putIntentsTx(tx, intents, ids); err != nil {
+		if ids, err = putIntentsTx(tx, &a, intents, ids); err != nil {
 			return err
 		}
-		if err := auditAllTx(tx, audit); err != nil {
+		if err := auditAllTx(tx, &a, audit); err != nil {
 			return err
 		}
 		return inboxDoneTx(tx, c.Done)
@@ -66,16 +67,17 @@ func (s *Store) RecordDelivery(ctx context.Context, d memory.DeliveryRecord) ([]
 	var ids []uint64
 	err = s.batch(ctx, "record delivery", func(tx *bbolt.Tx) error {
 		ids = ids[:0]
+		a := newArena(deliveryArenaSize(d))
 		for _, r := range d.Receipts {
-			if err := receiptTx(tx, r, now); err != nil {
+			if err := receiptTx(tx, &a, r, now); err != nil {
 				return err
 			}
 		}
 		var err error
-		if ids, err = putIntentsTx(tx, intents, ids); err != nil {
+		if ids, err = putIntentsTx(tx, &a, intents, ids); err != nil {
 			return err
 		}
-		if err := auditAllTx(tx, audit); err != nil {
+		if err := auditAllTx(tx, &a, audit); err != nil {
 			return err
 		}
 		return inboxDoneTx(tx, d.Done)
@@ -86,9 +88,9 @@ func (s *Store) RecordDelivery(ctx context.Context, d memory.DeliveryRecord) ([]
 	return ids, nil
 }
 
-func putIntentsTx(tx *bbolt.Tx, intents []memory.OutboxRecord, ids []uint64) ([]uint64, error) {
+func putIntentsTx(tx *bbolt.Tx, a *txArena, intents []memory.OutboxRecord, ids []uint64) ([]uint64, error) {
 	for _, r := range intents {
-		id, err := putIntentTx(tx, r)
+		id, err := putIntentTx(tx, a, r)
 		if err != nil {
 			return nil, err
 		}
@@ -97,9 +99,9 @@ func putIntentsTx(tx *bbolt.Tx, intents []memory.OutboxRecord, ids []uint64) ([]
 	return ids, nil
 }
 
-func auditAllTx(tx *bbolt.Tx, recs []memory.AuditRecord) error {
+func auditAllTx(tx *bbolt.Tx, a *txArena, recs []memory.AuditRecord) error {
 	for _, r := range recs {
-		if err := auditTx(tx, r); err != nil {
+		if err := auditTx(tx, a, r); err != nil {
 			return err
 		}
 	}

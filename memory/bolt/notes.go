@@ -60,22 +60,34 @@ func (s *Store) SearchNotes(ctx context.Context, scope, query string) ([]memory.
 }
 
 func (s *Store) notes(ctx context.Context, op, scope string, keep func(memory.Note) bool) ([]memory.Note, error) {
-	out := []memory.Note{}
+	var out []memory.Note
 	err := s.view(ctx, op, func(tx *bbolt.Tx) error {
-		b := tx.Bucket(bNotes).Bucket([]byte(scope))
-		if b == nil {
-			return nil
+		var err error
+		out, err = notesTx(tx, scope, keep)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// notesTx returns the notes of scope that keep accepts, oldest first (never nil).
+func notesTx(tx *bbolt.Tx, scope string, keep func(memory.Note) bool) ([]memory.Note, error) {
+	out := []memory.Note{}
+	b := tx.Bucket(bNotes).Bucket([]byte(scope))
+	if b == nil {
+		return out, nil
+	}
+	err := b.ForEach(func(k, v []byte) error {
+		var n memory.Note
+		if err := json.Unmarshal(v, &n); err != nil {
+			return fmt.Errorf("decode note %d: %w", fromU64(k), err)
 		}
-		return b.ForEach(func(k, v []byte) error {
-			var n memory.Note
-			if err := json.Unmarshal(v, &n); err != nil {
-				return fmt.Errorf("decode note %d: %w", fromU64(k), err)
-			}
-			if keep(n) {
-				out = append(out, n)
-			}
-			return nil
-		})
+		if keep(n) {
+			out = append(out, n)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err

@@ -57,13 +57,14 @@ func (s *Store) AppendTurn(ctx context.Context, key string, turn memory.Turn) er
 	}
 	now := s.now()
 	return s.batch(ctx, op, func(tx *bbolt.Tx) error {
-		return appendTurnTx(tx, key, turn, now)
+		a := newArena(turnArenaSize(turn))
+		return appendTurnTx(tx, &a, key, turn, now)
 	})
 }
 
 // appendTurnTx writes turn to session key and marks its Sources answered,
 // inside tx (AppendTurn, CommitTurn).
-func appendTurnTx(tx *bbolt.Tx, key string, turn memory.Turn, now time.Time) error {
+func appendTurnTx(tx *bbolt.Tx, a *txArena, key string, turn memory.Turn, now time.Time) error {
 	sb, meta, err := openSession(tx, key, now)
 	if err != nil {
 		return err
@@ -90,7 +91,8 @@ func appendTurnTx(tx *bbolt.Tx, key string, turn memory.Turn, now time.Time) err
 		if i == 0 {
 			st.First = seq
 		}
-		if err := putJSON(msgs, u64(seq), storedMessage{Turn: tseq, M: m}); err != nil {
+		sm := storedMessage{Turn: tseq, M: m}
+		if err := a.put(msgs, seq, func(b []byte) ([]byte, error) { return appendStoredMessage(b, &sm) }); err != nil {
 			return err
 		}
 		if m.Role == memory.RoleUser {
@@ -103,7 +105,7 @@ func appendTurnTx(tx *bbolt.Tx, key string, turn memory.Turn, now time.Time) err
 			}
 		}
 	}
-	if err := putJSON(turns, u64(tseq), st); err != nil {
+	if err := a.put(turns, tseq, func(b []byte) ([]byte, error) { return appendStoredTurn(b, &st) }); err != nil {
 		return err
 	}
 	meta.Updated = now
@@ -113,17 +115,33 @@ func appendTurnTx(tx *bbolt.Tx, key string, turn memory.Turn, now time.Time) err
 	if turn.ID != "" {
 		meta.LastTurnID = turn.ID
 	}
-	if err := putJSON(sb, kSessMeta, meta); err != nil {
+	m := a.mark()
+	var err2 error
+	if a.b, err2 = appendSessionMeta(a.b, &meta); err2 != nil {
+		return fmt.Errorf("encode %s: %w", kSessMeta, err2)
+	}
+	if err := sb.Put(kSessMeta, a.since(m)); err != nil {
 		return err
 	}
-	return markAnswered(tx, turn)
+	return markAnswered(tx, a, turn)
 }
 
 // markAnswered sets the inbox items of turn.Sources to answered. Items already
 // removed with InboxDone are skipped.
-func markAnswered(tx *bbolt.Tx, turn memory.Turn) error {
+func markAnswered(tx *bbolt.Tx, a *txArena, turn memory.Turn) error {
 	inbox := tx.Bucket(bInbox)
 	for _, id := range turn.Sources {
+		k := a.key(id)
+		if rec := inbox.Get(k); rec != nil {
+			m := a.mark()
+			var ok bool
+			if a.b, ok = appendAnsweredItem(a.b, rec, turn.ID, turn.Answer); ok {
+				if err := inbox.Put(k, a.since(m)); err != nil {
+					return err
+				}
+				continue
+			}
+		}
 		var it memory.InboxItem
 		found, err := getJSON(inbox, u64(id), &it)
 		if err != nil {
@@ -150,55 +168,82 @@ func markAnswered(tx *bbolt.Tx, turn memory.Turn) error {
 // The result is sanitized (see SanitizeHistory). An unknown session has no history.
 func (s *Store) LoadHistory(ctx context.Context, key string, limit int) ([]memory.Message, error) {
 	var out []memory.Message
-	err := s.view(ctx, "load history of "+key, func(tx *bbolt.Tx) error {
-		sb := tx.Bucket(bSessions).Bucket([]byte(key))
-		if sb == nil || sb.Bucket(bMsgs) == nil {
-			return nil
-		}
-		msgs := sb.Bucket(bMsgs)
-		var rev []storedMessage // newest first
-		c := msgs.Cursor()
-		for k, v := c.Last(); k != nil; k, v = c.Prev() {
-			var sm storedMessage
-			if err := json.Unmarshal(v, &sm); err != nil {
-				return fmt.Errorf("decode message %d: %w", fromU64(k), err)
-			}
-			rev = append(rev, sm)
-			if limit > 0 && len(rev) == limit+1 {
-				break
-			}
-		}
-		window := make([]storedMessage, 0, len(rev))
-		for i := len(rev) - 1; i >= 0; i-- {
-			window = append(window, rev[i])
-		}
-		if limit > 0 && len(window) == limit+1 {
-			// window[0] is the message just before the window: drop messages
-			// that belong to its turn.
-			before := window[0].Turn
-			window = window[1:]
-			for len(window) > 0 && window[0].Turn == before {
-				window = window[1:]
-			}
-			if len(window) == 0 {
-				condensed, err := condensedLastTurn(sb, limit)
-				if err != nil {
-					return err
-				}
-				out = condensed
-				return nil
-			}
-		}
-		out = make([]memory.Message, len(window))
-		for i, sm := range window {
-			out[i] = sm.M
-		}
-		return nil
+	err := s.viewOp(ctx, func() string { return "load history of " + key }, func(tx *bbolt.Tx) error {
+		var err error
+		out, err = loadHistoryTx(tx, key, limit)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return memory.SanitizeHistory(out), nil
+}
+
+// ReadTurn reads a turn's history, session counters and notes in one read
+// transaction (memory.TurnReader).
+func (s *Store) ReadTurn(ctx context.Context, key string, limit int) (memory.TurnView, error) {
+	var v memory.TurnView
+	err := s.viewOp(ctx, func() string { return "read turn context of " + key }, func(tx *bbolt.Tx) error {
+		v = memory.TurnView{}
+		var err error
+		if v.History, err = loadHistoryTx(tx, key, limit); err != nil {
+			return err
+		}
+		if sb := tx.Bucket(bSessions).Bucket([]byte(key)); sb != nil {
+			if v.Found, err = getJSON(sb, kSessMeta, &v.Meta); err != nil {
+				return err
+			}
+		}
+		v.Notes, err = notesTx(tx, key, func(memory.Note) bool { return true })
+		return err
+	})
+	if err != nil {
+		return memory.TurnView{}, err
+	}
+	v.History = memory.SanitizeHistory(v.History)
+	return v, nil
+}
+
+// loadHistoryTx is LoadHistory inside tx, before sanitizing.
+func loadHistoryTx(tx *bbolt.Tx, key string, limit int) ([]memory.Message, error) {
+	sb := tx.Bucket(bSessions).Bucket([]byte(key))
+	if sb == nil || sb.Bucket(bMsgs) == nil {
+		return nil, nil
+	}
+	msgs := sb.Bucket(bMsgs)
+	var rev []storedMessage // newest first
+	c := msgs.Cursor()
+	for k, v := c.Last(); k != nil; k, v = c.Prev() {
+		var sm storedMessage
+		if err := json.Unmarshal(v, &sm); err != nil {
+			return nil, fmt.Errorf("decode message %d: %w", fromU64(k), err)
+		}
+		rev = append(rev, sm)
+		if limit > 0 && len(rev) == limit+1 {
+			break
+		}
+	}
+	window := make([]storedMessage, 0, len(rev))
+	for i := len(rev) - 1; i >= 0; i-- {
+		window = append(window, rev[i])
+	}
+	if limit > 0 && len(window) == limit+1 {
+		// window[0] is the message just before the window: drop messages
+		// that belong to its turn.
+		before := window[0].Turn
+		window = window[1:]
+		for len(window) > 0 && window[0].Turn == before {
+			window = window[1:]
+		}
+		if len(window) == 0 {
+			return condensedLastTurn(sb, limit)
+		}
+	}
+	out := make([]memory.Message, len(window))
+	for i, sm := range window {
+		out[i] = sm.M
+	}
+	return out, nil
 }
 
 // condensedLastTurn returns the user messages and plain assistant answers of
@@ -259,7 +304,7 @@ func turnMessages(msgs *bbolt.Bucket, st storedTurn) ([]memory.Message, error) {
 func (s *Store) Session(ctx context.Context, key string) (memory.SessionMeta, bool, error) {
 	var meta memory.SessionMeta
 	var found bool
-	err := s.view(ctx, "read session "+key, func(tx *bbolt.Tx) error {
+	err := s.viewOp(ctx, func() string { return "read session " + key }, func(tx *bbolt.Tx) error {
 		sb := tx.Bucket(bSessions).Bucket([]byte(key))
 		if sb == nil {
 			return nil

@@ -137,7 +137,10 @@ var (
 )
 
 // Compile-time check that *Store is a complete memory.Store.
-var _ memory.Store = (*Store)(nil)
+var (
+	_ memory.Store      = (*Store)(nil)
+	_ memory.TurnReader = (*Store)(nil)
+)
 
 // Open opens (creating if needed) the database at path. The parent directory
 // is created with mode 0700 and the file with 0600. If another process holds
@@ -272,11 +275,17 @@ func (s *Store) now() time.Time { return s.opts.Now() }
 
 // view runs fn in a read transaction after checking ctx.
 func (s *Store) view(ctx context.Context, op string, fn func(tx *bbolt.Tx) error) error {
+	return s.viewOp(ctx, func() string { return op }, fn)
+}
+
+// viewOp is view with the operation's name built only for an error (the hot
+// paths' names hold a session key).
+func (s *Store) viewOp(ctx context.Context, op func() string, fn func(tx *bbolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("memory: %s: %w", op, err)
+		return fmt.Errorf("memory: %s: %w", op(), err)
 	}
 	if err := guard(func() error { return s.db.View(fn) }); err != nil {
-		return wrapOp(op, err)
+		return wrapOp(op(), err)
 	}
 	return nil
 }
@@ -295,8 +304,13 @@ func (s *Store) update(ctx context.Context, op string, fn func(tx *bbolt.Tx) err
 // batch runs fn through DB.Batch: fn may run more than once and must reset any
 // outputs it writes.
 func (s *Store) batch(ctx context.Context, op string, fn func(tx *bbolt.Tx) error) error {
+	return s.batchOp(ctx, func() string { return op }, fn)
+}
+
+// batchOp is batch with the operation's name built only for an error.
+func (s *Store) batchOp(ctx context.Context, op func() string, fn func(tx *bbolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("memory: %s: %w", op, err)
+		return fmt.Errorf("memory: %s: %w", op(), err)
 	}
 	err := guard(func() error {
 		if s.opts.GroupCommit {
@@ -305,7 +319,7 @@ func (s *Store) batch(ctx context.Context, op string, fn func(tx *bbolt.Tx) erro
 		return s.db.Batch(fn)
 	})
 	if err != nil {
-		return wrapOp(op, err)
+		return wrapOp(op(), err)
 	}
 	return nil
 }

@@ -57,6 +57,7 @@ func Run(t *testing.T, open Factory) {
 		{"LifecycleThreeWrites", h.testLifecycleThreeWrites},
 		{"LifecycleChunksAndAtomicity", h.testLifecycleChunksAndAtomicity},
 		{"NotesAreIsolatedPerScope", h.testNotesAreIsolatedPerScope},
+		{"ReadTurn", h.testReadTurn},
 		{"AuditFilter", h.testAuditFilter},
 		{"JobsAndRuns", h.testJobsAndRuns},
 		{"Prune", h.testPrune},
