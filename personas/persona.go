@@ -71,16 +71,25 @@ func (e *ParseError) Error() string {
 	return e.File + ": " + e.Msg
 }
 
+// Names are at most maxNameLen characters of an ASCII class. The length is
+// checked apart from the pattern: a counted repetition ({1,64}) compiles to a
+// program 64 classes long, ~25 KB of heap each for the process's life.
 var (
-	nameRe     = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
-	toolNameRe = regexp.MustCompile(`^[a-zA-Z0-9_*?\[\]-]{1,64}$`) // globs (github__*) select MCP tools
+	nameRe     = regexp.MustCompile(`^[a-z0-9_-]+$`)
+	toolNameRe = regexp.MustCompile(`^[a-zA-Z0-9_*?\[\]-]+$`) // globs (github__*) select MCP tools
 	// skillNameRe is skills.ValidName's rule.
-	skillNameRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+	skillNameRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
 	yamlLineRe  = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 )
 
+const maxNameLen = 64
+
 // ValidName reports whether name is a valid persona name.
-func ValidName(name string) bool { return nameRe.MatchString(name) }
+func ValidName(name string) bool { return len(name) <= maxNameLen && nameRe.MatchString(name) }
+
+func validToolName(s string) bool { return len(s) <= maxNameLen && toolNameRe.MatchString(s) }
+
+func validSkillName(s string) bool { return len(s) <= maxNameLen && skillNameRe.MatchString(s) }
 
 // NameFromFile returns the persona name a file path implies (its stem).
 func NameFromFile(file string) string {
@@ -272,7 +281,7 @@ func setField(p *Persona, k, v *yaml.Node) error {
 		if null {
 			return nil
 		}
-		skills, err := parseNames(v, "skills", "skill", "[release-notes, code-review]", skillNameRe)
+		skills, err := parseNames(v, "skills", "skill", "[release-notes, code-review]", validSkillName)
 		if err != nil {
 			return err
 		}
@@ -315,17 +324,17 @@ func setText(p *Persona, key string, v *yaml.Node, bad func(string, ...any) erro
 
 // parseTools reads the tools list v: tool names, each at most once.
 func parseTools(v *yaml.Node, _ func(string, ...any) error) ([]string, error) {
-	return parseNames(v, "tools", "tool", "[current_time, web_fetch]", toolNameRe)
+	return parseNames(v, "tools", "tool", "[current_time, web_fetch]", validToolName)
 }
 
 // parseNames reads the list v of key: names matching re, each at most once.
-func parseNames(v *yaml.Node, key, what, example string, re *regexp.Regexp) ([]string, error) {
+func parseNames(v *yaml.Node, key, what, example string, valid func(string) bool) ([]string, error) {
 	if v.Kind != yaml.SequenceNode {
 		return nil, &frontError{line: v.Line, msg: fmt.Sprintf("%s: expected a list of %s names such as %s, got %s", key, what, example, kindName(v))}
 	}
 	names := make([]string, 0, len(v.Content))
 	for _, it := range v.Content {
-		if it.Kind != yaml.ScalarNode || !re.MatchString(it.Value) {
+		if it.Kind != yaml.ScalarNode || !valid(it.Value) {
 			return nil, &frontError{line: it.Line, msg: fmt.Sprintf("%s: %q is not a %s name (%s)", key, truncate(it.Value, 60), what, nameRule[what])}
 		}
 		if slices.Contains(names, it.Value) {

@@ -3,7 +3,9 @@
 // ("lanes") served by a bounded pool of worker goroutines. Jobs of one key run
 // one at a time, in submission order; jobs of different keys run concurrently
 // on at most Workers goroutines. Ready lanes are served round-robin, so one
-// busy chat cannot starve the others.
+// busy chat cannot starve the others. Workers are started when work arrives
+// and end when no lane is ready, so an idle pool holds no goroutine (and no
+// stack).
 //
 // Everything is bounded: at most MaxLanes keys have queued or running jobs and
 // at most Depth jobs wait per key. A submission beyond those bounds is refused
@@ -45,7 +47,7 @@ var (
 
 // Options bounds the pool. Zero fields take the defaults.
 type Options struct {
-	// Workers is the number of goroutines running jobs (DefaultWorkers).
+	// Workers bounds the goroutines running jobs (DefaultWorkers).
 	Workers int
 	// Depth is the number of jobs that may wait per key (DefaultDepth).
 	Depth int
@@ -73,13 +75,13 @@ func (o Options) withDefaults() Options {
 
 // Lanes is the pool. Build it with New; it is safe for concurrent use.
 type Lanes struct {
-	opts   Options
-	mu     sync.Mutex
-	cond   *sync.Cond
-	lanes  map[string]*lane
-	ready  []string // keys with work that no worker is running, FIFO
-	closed bool
-	wg     sync.WaitGroup
+	opts    Options
+	mu      sync.Mutex
+	lanes   map[string]*lane
+	ready   []string // keys with work that no worker is running, FIFO
+	workers int      // worker goroutines alive; > 0 whenever ready is not empty
+	closed  bool
+	wg      sync.WaitGroup
 }
 
 // lane is one key's queue. It is in Lanes.ready exactly when it has work
@@ -90,15 +92,21 @@ type lane struct {
 	overflow bool
 }
 
-// New starts the workers.
+// New returns an empty pool; workers start with the first job.
 func New(opts Options) *Lanes {
-	l := &Lanes{opts: opts.withDefaults(), lanes: map[string]*lane{}}
-	l.cond = sync.NewCond(&l.mu)
-	l.wg.Add(l.opts.Workers)
-	for range l.opts.Workers {
+	return &Lanes{opts: opts.withDefaults(), lanes: map[string]*lane{}}
+}
+
+// markReady puts key in the ready queue and starts a worker if fewer than
+// Workers are alive (the ones alive take ready lanes before they end).
+// l.mu is held.
+func (l *Lanes) markReady(key string) {
+	l.ready = append(l.ready, key)
+	if l.workers < l.opts.Workers {
+		l.workers++
+		l.wg.Add(1)
 		go l.worker()
 	}
-	return l
 }
 
 // TrySubmit queues job in key's lane without blocking. It returns nil when
@@ -117,8 +125,7 @@ func (l *Lanes) TrySubmit(key string, job func()) error {
 		}
 		ln = &lane{}
 		l.lanes[key] = ln
-		l.ready = append(l.ready, key)
-		l.cond.Signal()
+		l.markReady(key)
 	}
 	if len(ln.jobs) >= l.opts.Depth {
 		if l.opts.OnOverflow != nil {
@@ -155,22 +162,20 @@ func (l *Lanes) Close() (abandoned int) {
 			}
 		}
 		l.ready = nil
-		l.cond.Broadcast()
 	}
 	l.mu.Unlock()
 	l.wg.Wait()
 	return abandoned
 }
 
-// next blocks until a lane is ready (taking its next job and marking it
-// running) or the pool is closed (ok false).
+// next takes the next ready lane's next job and marks the lane running. When
+// no lane is ready or the pool is closed it returns ok false and counts the
+// calling worker out: the worker ends.
 func (l *Lanes) next() (key string, ln *lane, job func(), ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for len(l.ready) == 0 && !l.closed {
-		l.cond.Wait()
-	}
-	if l.closed {
+	if len(l.ready) == 0 || l.closed {
+		l.workers--
 		return "", nil, nil, false
 	}
 	key = l.ready[0]
@@ -204,8 +209,7 @@ func (l *Lanes) done(key string, ln *lane) {
 		return
 	}
 	if len(ln.jobs) > 0 || ln.overflow {
-		l.ready = append(l.ready, key)
-		l.cond.Signal()
+		l.ready = append(l.ready, key) // the calling worker goes on to next
 		return
 	}
 	delete(l.lanes, key)

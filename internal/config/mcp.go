@@ -42,7 +42,11 @@ const DefaultMCPTimeout = 30 * time.Second
 // name of an MCP tool (github__create_issue).
 const MCPToolSep = "__"
 
-var mcpServerRe = regexp.MustCompile(`^[a-z0-9-]{1,32}$`)
+// mcpServerRe and maxMCPServerName are the server name rule (the length
+// apart: {1,32} compiles to a ~10 KB program).
+var mcpServerRe = regexp.MustCompile(`^[a-z0-9-]+$`)
+
+const maxMCPServerName = 32
 
 // EffectiveTimeout returns Timeout, or DefaultMCPTimeout when it is 0.
 func (s MCPServer) EffectiveTimeout() time.Duration {
@@ -76,7 +80,7 @@ func (v *validator) mcp() {
 	for _, name := range v.c.MCP.ServerNames() {
 		s := v.c.MCP.Servers[name]
 		key := "mcp.servers." + name
-		if !mcpServerRe.MatchString(name) {
+		if len(name) > maxMCPServerName || !mcpServerRe.MatchString(name) {
 			v.fail(key, "server name %q must be 1-32 of a-z, 0-9 and - (it prefixes tool names: %s__<tool>)", truncate(name, 60), truncate(name, 32))
 			continue
 		}

@@ -20,7 +20,13 @@ const Operator = "operator"
 // maxChatText bounds one chat message from the console.
 const maxChatText = 64 << 10
 
-var convRe = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+// convRe and maxConv are the rule of a web conversation id (the length apart:
+// {1,64} compiles to a ~20 KB program kept for the process's life).
+var convRe = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+const maxConv = 64
+
+func validConv(conv string) bool { return len(conv) <= maxConv && convRe.MatchString(conv) }
 
 type chatData struct {
 	Off      bool
@@ -75,7 +81,7 @@ func (s *Server) chatPage(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/ui/chat?conv="+url.QueryEscape(conv), http.StatusSeeOther)
 		return
 	}
-	if !convRe.MatchString(conv) {
+	if !validConv(conv) {
 		s.notFound(w, r, "Not a chat id: use letters, digits, - and _.")
 		return
 	}
@@ -162,7 +168,7 @@ func (s *Server) chatSend(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case s.o.Chat == nil:
 		err = errors.New("the web channel is off (channels.web.enabled)")
-	case !convRe.MatchString(conv):
+	case !validConv(conv):
 		err = errors.New("not a chat id")
 	case text == "":
 		err = errors.New("nothing to send")
@@ -189,7 +195,7 @@ func (s *Server) chatSend(w http.ResponseWriter, r *http.Request) {
 func (s *Server) chatPersona(w http.ResponseWriter, r *http.Request) {
 	conv, name := r.PostFormValue("conv"), r.PostFormValue("persona")
 	back := "/ui/chat?conv=" + url.QueryEscape(conv)
-	if !convRe.MatchString(conv) {
+	if !validConv(conv) {
 		s.notFound(w, r, "Not a chat id.")
 		return
 	}

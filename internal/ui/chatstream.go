@@ -98,7 +98,7 @@ type chatView struct {
 // turn running then is in the first live state.
 func (s *Server) chatStream(w http.ResponseWriter, r *http.Request) {
 	conv := r.FormValue("conv")
-	if s.o.Chat == nil || !convRe.MatchString(conv) {
+	if s.o.Chat == nil || !validConv(conv) {
 		http.NotFound(w, r)
 		return
 	}

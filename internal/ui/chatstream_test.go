@@ -158,7 +158,7 @@ func TestChatStreamKeepsDraftsOutOfTheHistory(t *testing.T) {
 	release := func() { open.Do(func() { close(gate) }) }
 	r := startConsole(t, cOptions{LLM: func(*fakellm.Request) fakellm.Response {
 		<-gate
-		return fakellm.Response{Content: answer, ChunkSize: 8, ChunkDelay: 15 * time.Millisecond}
+		return fakellm.Response{Content: answer, ChunkSize: 8, ChunkDelay: 60 * time.Millisecond}
 	}})
 	t.Cleanup(release) // before the fake model's cleanup waits for the request
 	c := newClient(t, r.base)

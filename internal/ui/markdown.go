@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"net/url"
 	"strings"
+	"sync"
 
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
@@ -16,11 +17,14 @@ import (
 
 // md renders model Markdown: goldmark's HTML renderer without WithUnsafe
 // (raw HTML is omitted) and with safeLinks, which keeps only http, https and
-// mailto destinations and turns images into links.
-var md = goldmark.New(
-	goldmark.WithExtensions(extension.Strikethrough, extension.Table),
-	goldmark.WithParserOptions(parser.WithASTTransformers(util.Prioritized(safeLinks{}, 0))),
-)
+// mailto destinations and turns images into links. It is built at the first
+// page that renders Markdown, not at start (an idle daemon does without it).
+var md = sync.OnceValue(func() goldmark.Markdown {
+	return goldmark.New(
+		goldmark.WithExtensions(extension.Strikethrough, extension.Table),
+		goldmark.WithParserOptions(parser.WithASTTransformers(util.Prioritized(safeLinks{}, 0))),
+	)
+})
 
 // maxMarkdown bounds what is rendered as Markdown; longer text is shown plain.
 const maxMarkdown = 256 << 10
@@ -31,7 +35,7 @@ func markdownHTML(s string) template.HTML {
 		return template.HTML("<pre>" + template.HTMLEscapeString(s) + "</pre>")
 	}
 	var b bytes.Buffer
-	if err := md.Convert([]byte(s), &b); err != nil {
+	if err := md().Convert([]byte(s), &b); err != nil {
 		return template.HTML("<pre>" + template.HTMLEscapeString(s) + "</pre>")
 	}
 	return template.HTML(b.String()) //nolint:gosec // goldmark without raw HTML, links filtered by safeLinks

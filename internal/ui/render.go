@@ -9,13 +9,19 @@ import (
 	"net/http"
 	"path"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
 
-// pageSet is the parsed templates: one per page, each with the layout.
+// pageSet is the console's page templates, each with the layout and the
+// partials. A page is parsed at its first use, not at start: an idle daemon
+// whose console nobody opens keeps none of them (issue 19). TestPagesParse
+// parses every page, so a broken template fails the tests, not a request.
 type pageSet struct {
-	pages map[string]*template.Template
+	// pages is filled by newPageSet and only read afterwards; each entry
+	// parses its page once, safe for concurrent requests.
+	pages map[string]func() (*template.Template, error)
 }
 
 var funcs = template.FuncMap{
@@ -31,25 +37,42 @@ var funcs = template.FuncMap{
 	"pathname": func(p string) string { return path.Base(p) },
 }
 
-func parsePages() (*pageSet, error) {
-	files, err := fs.Glob(templateFS, "templates/*.html")
+// newPageSet lists the pages of fsys (templates/*.html; layout.html and
+// _*.html partials are not pages) without parsing them.
+func newPageSet(fsys fs.FS) (*pageSet, error) {
+	files, err := fs.Glob(fsys, "templates/*.html")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("ui: templates: %w", err)
 	}
-	ps := &pageSet{pages: map[string]*template.Template{}}
+	partials, err := fs.Glob(fsys, "templates/_*.html")
+	if err != nil {
+		return nil, fmt.Errorf("ui: templates: %w", err)
+	}
+	ps := &pageSet{pages: map[string]func() (*template.Template, error){}}
 	for _, f := range files {
 		name := strings.TrimSuffix(path.Base(f), ".html")
 		if name == "layout" || strings.HasPrefix(name, "_") {
 			continue
 		}
-		partials, _ := fs.Glob(templateFS, "templates/_*.html")
-		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, append([]string{"templates/layout.html", f}, partials...)...)
-		if err != nil {
-			return nil, fmt.Errorf("ui: template %s: %w", name, err)
-		}
-		ps.pages[name] = t
+		patterns := append([]string{"templates/layout.html", f}, partials...)
+		ps.pages[name] = sync.OnceValues(func() (*template.Template, error) {
+			t, err := template.New(name).Funcs(funcs).ParseFS(fsys, patterns...)
+			if err != nil {
+				return nil, fmt.Errorf("ui: template %s: %w", name, err)
+			}
+			return t, nil
+		})
 	}
 	return ps, nil
+}
+
+// page is the parsed template of page name, parsed now if it was not yet.
+func (ps *pageSet) page(name string) (*template.Template, error) {
+	parse := ps.pages[name]
+	if parse == nil {
+		return nil, fmt.Errorf("ui: no page %s", name)
+	}
+	return parse()
 }
 
 // view is what every page template gets.
@@ -72,9 +95,10 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, code int, name s
 }
 
 func (s *Server) renderView(w http.ResponseWriter, code int, name string, v view) {
-	t := s.pages.pages[name]
-	if t == nil {
-		http.Error(w, "no page "+name, http.StatusInternalServerError)
+	t, err := s.pages.page(name)
+	if err != nil {
+		s.log.Error("render page", "page", name, "err", err)
+		http.Error(w, "the page could not be rendered", http.StatusInternalServerError)
 		return
 	}
 	var b bytes.Buffer
@@ -90,9 +114,9 @@ func (s *Server) renderView(w http.ResponseWriter, code int, name string, v view
 
 // fragment renders the named template of page into a string (live updates).
 func (s *Server) fragment(page, name string, data any) (string, error) {
-	t := s.pages.pages[page]
-	if t == nil {
-		return "", fmt.Errorf("no page %s", page)
+	t, err := s.pages.page(page)
+	if err != nil {
+		return "", err
 	}
 	var b bytes.Buffer
 	if err := t.ExecuteTemplate(&b, name, data); err != nil {

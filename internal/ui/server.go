@@ -151,7 +151,7 @@ func New(o Options) (*Server, error) {
 	if err := CheckServe(o.Backend.Config()); err != nil {
 		return nil, err
 	}
-	pages, err := parsePages()
+	pages, err := newPageSet(templateFS)
 	if err != nil {
 		return nil, err
 	}

@@ -15,7 +15,7 @@ type Stats struct {
 	now func() time.Time
 
 	mu      sync.Mutex
-	buckets [bucketCount]bucket
+	buckets *[bucketCount]bucket // nil until the first turn (64 KB an idle daemon does without)
 	last    map[string]time.Time // channel → last inbound message
 	traces  map[string]TurnTrace // turn id → trace
 	order   []string             // turn ids, oldest first (bounded by maxTraces)
@@ -67,6 +67,9 @@ func (s *Stats) TurnDone(channel string, res agent.Result, err error, d time.Dur
 	m := now.Unix() / 60
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.buckets == nil {
+		s.buckets = new([bucketCount]bucket)
+	}
 	b := &s.buckets[m%bucketCount]
 	if b.minute != m {
 		*b = bucket{minute: m}
@@ -130,7 +133,7 @@ func (s *Stats) Series(n, width int) []Point {
 	for i := range out {
 		start := first + int64(i*width)
 		p := Point{Start: time.Unix(start*60, 0)}
-		for m := start; m < start+int64(width); m++ {
+		for m := start; m < start+int64(width) && s.buckets != nil; m++ {
 			b := s.buckets[((m%bucketCount)+bucketCount)%bucketCount]
 			if b.minute != m || m > nowMin {
 				continue
