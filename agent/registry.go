@@ -16,7 +16,11 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 )
 
-var toolNameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+// toolNameRE with a length check apart: a counted repetition ({1,64}) would
+// compile to a program 64 classes long, kept for the process's life.
+var toolNameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
+
+const maxToolName = 64
 
 // Registry holds the tools the model may be offered, with their compiled
 // argument schemas. It is safe for concurrent use.
@@ -37,7 +41,7 @@ func NewRegistry() *Registry { return &Registry{tools: map[string]registered{}} 
 // (OpenAI's rule), and the schema must compile.
 func (r *Registry) Register(t Tool) error {
 	name := t.Name()
-	if !toolNameRE.MatchString(name) {
+	if len(name) > maxToolName || !toolNameRE.MatchString(name) {
 		return fmt.Errorf("agent: register tool %q: invalid name (letters, digits, _ and -, at most 64)", name)
 	}
 	raw := t.Schema()

@@ -47,12 +47,12 @@ func (e *ParseError) Error() string {
 }
 
 var (
-	nameRe     = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+	nameRe     = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`) // and at most 64 bytes (ValidName)
 	yamlLineRe = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 )
 
 // ValidName reports whether name is a valid skill name.
-func ValidName(name string) bool { return nameRe.MatchString(name) }
+func ValidName(name string) bool { return len(name) <= 64 && nameRe.MatchString(name) }
 
 // Parse parses one SKILL.md. file is its path (the parent folder's name is
 // the skill's name) and is used in errors; errors are *ParseError.

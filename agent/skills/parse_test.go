@@ -48,3 +48,12 @@ func TestParseErrors(t *testing.T) {
 		})
 	}
 }
+
+// Skill names are at most 64 characters; the pattern no longer counts.
+func TestValidNameLength(t *testing.T) {
+	for n, want := range map[int]bool{1: true, 64: true, 65: false} {
+		if got := ValidName(strings.Repeat("a", n)); got != want {
+			t.Errorf("ValidName(%d chars) = %v, want %v", n, got, want)
+		}
+	}
+}

@@ -290,30 +290,36 @@ func (m *Memory) forget(ctx context.Context, scope string, id uint64) (string, e
 	return fmt.Sprintf("Forgot note #%d: %s", id, strings.Join(strings.Fields(target.Text), " ")), nil
 }
 
-// Secret patterns: well-known credential formats and "password: …" phrases.
-var secretPatterns = []struct {
+// secretPattern is a well-known credential format or a "password: …" phrase.
+type secretPattern struct {
 	kind string
 	re   *regexp.Regexp
-}{
-	{"an API key", regexp.MustCompile(`\b(?:sk|pk|rk)-[A-Za-z0-9_-]{16,}`)},
-	{"a Slack token", regexp.MustCompile(`\bx(?:ox[abprs]|app)-[A-Za-z0-9-]{10,}`)},
-	{"a GitHub token", regexp.MustCompile(`\bgh[pousr]_[A-Za-z0-9]{20,}`)},
-	{"an AWS access key", regexp.MustCompile(`\bAKIA[0-9A-Z]{16}\b`)},
-	{"a Telegram bot token", regexp.MustCompile(`\b\d{8,10}:[A-Za-z0-9_-]{35}\b`)},
-	{"a private key", regexp.MustCompile(`-----BEGIN [A-Z ]*PRIVATE KEY-----`)},
-	{"a password or key", regexp.MustCompile(`(?i)\b(?:password|passwd|passcode|pin|api[ _-]?key|secret|token)\b\s*(?:is|:|=)\s*\S+`)},
 }
 
-var cardRE = regexp.MustCompile(`\b(?:\d[ -]?){12,18}\d\b`)
+// secretPatterns are compiled at the first note saved, not at start (an idle
+// daemon keeps none of their ~20 KB of programs).
+var secretPatterns = sync.OnceValue(func() []secretPattern {
+	return []secretPattern{
+		{"an API key", regexp.MustCompile(`\b(?:sk|pk|rk)-[A-Za-z0-9_-]{16,}`)},
+		{"a Slack token", regexp.MustCompile(`\bx(?:ox[abprs]|app)-[A-Za-z0-9-]{10,}`)},
+		{"a GitHub token", regexp.MustCompile(`\bgh[pousr]_[A-Za-z0-9]{20,}`)},
+		{"an AWS access key", regexp.MustCompile(`\bAKIA[0-9A-Z]{16}\b`)},
+		{"a Telegram bot token", regexp.MustCompile(`\b\d{8,10}:[A-Za-z0-9_-]{35}\b`)},
+		{"a private key", regexp.MustCompile(`-----BEGIN [A-Z ]*PRIVATE KEY-----`)},
+		{"a password or key", regexp.MustCompile(`(?i)\b(?:password|passwd|passcode|pin|api[ _-]?key|secret|token)\b\s*(?:is|:|=)\s*\S+`)},
+	}
+})
+
+var cardRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\b(?:\d[ -]?){12,18}\d\b`) })
 
 // secretKind names the kind of secret text seems to contain ("" if none).
 func secretKind(text string) string {
-	for _, p := range secretPatterns {
+	for _, p := range secretPatterns() {
 		if p.re.MatchString(text) {
 			return p.kind
 		}
 	}
-	for _, c := range cardRE.FindAllString(text, -1) {
+	for _, c := range cardRE().FindAllString(text, -1) {
 		if luhn(c) {
 			return "a card number"
 		}
