@@ -101,7 +101,7 @@ func appendReceipt(dst, rec []byte, status, platformID, errText string, now time
 // isQuotedTime reports whether b is a quoted string without quotes or
 // escapes inside, as a written time is.
 func isQuotedTime(b []byte) bool {
-	return len(b) >= 2 && b[0] == '"' && b[len(b)-1] == '"' && bytes.IndexAny(b[1:len(b)-1], `"\`) < 0
+	return len(b) >= 2 && b[0] == '"' && b[len(b)-1] == '"' && !bytes.ContainsAny(b[1:len(b)-1], `"\`)
 }
 
 // put appends the record enc writes and Puts it under seq's key.

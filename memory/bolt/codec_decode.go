@@ -2,9 +2,8 @@ package bolt
 
 // Hand-written JSON decoders for the records the hot path reads on every
 // message: session metadata (read three times a turn), stored history
-// messages, turn headers, inbox items and outbox records. They are the
-// counterparts of codec.go's encoders and accept exactly the canonical shape
-// those write (and json.Marshal writes): members in struct order, no
+// messages, inbox items and outbox records. They are the counterparts of
+// codec.go's encoders and accept exactly the canonical shape those write (and json.Marshal writes): members in struct order, no
 // whitespace, omitempty members present or absent, integers as
 // strconv.AppendInt/AppendUint write them. Anything else (another member
 // order, an unknown or duplicate member, whitespace, null, an empty array, a
@@ -63,7 +62,12 @@ func decodeSessionMeta(data []byte, m *memory.SessionMeta) bool {
 		m.Persona = r.str()
 	}
 	if r.opt(`,"archived":[`) {
-		m.Archived = r.strList()
+		var buf [8]string
+		list := append(buf[:0], r.str())
+		for r.opt(",") {
+			list = append(list, r.str())
+		}
+		m.Archived = endList(&r, list)
 	}
 	if r.opt(`,"last_turn_id":`) {
 		m.LastTurnID = r.str()
@@ -88,41 +92,6 @@ func decodeStoredMessage(data []byte, m *storedMessage) bool {
 	r.lit(`}`)
 	if !r.done() {
 		*m = storedMessage{}
-		return false
-	}
-	return true
-}
-
-// decodeStoredTurn decodes the canonical JSON of a turn header into *t. It
-// reports false (and leaves *t zero) for any other input.
-func decodeStoredTurn(data []byte, t *storedTurn) bool {
-	*t = storedTurn{}
-	r := recordReader{b: data}
-	r.lit(`{"seq":`)
-	t.Seq = r.uint()
-	r.lit(`,"id":`)
-	t.ID = r.str()
-	r.lit(`,"usage":`)
-	t.Usage = r.usage()
-	r.lit(`,"started":`)
-	r.time(&t.Started)
-	r.lit(`,"ended":`)
-	r.time(&t.Ended)
-	r.lit(`,"finish_reason":`)
-	t.FinishReason = r.str()
-	if r.opt(`,"sources":[`) {
-		t.Sources = r.uints()
-	}
-	if r.opt(`,"answer":`) {
-		t.Answer = r.str()
-	}
-	r.lit(`,"first":`)
-	t.First = r.uint()
-	r.lit(`,"count":`)
-	t.Count = r.int()
-	r.lit(`}`)
-	if !r.done() {
-		*t = storedTurn{}
 		return false
 	}
 	return true
@@ -211,11 +180,9 @@ func (r *recordReader) done() bool { return !r.bad && r.pos == len(r.b) }
 
 // lit consumes exactly s.
 func (r *recordReader) lit(s string) {
-	if r.bad || len(r.b)-r.pos < len(s) || string(r.b[r.pos:r.pos+len(s)]) != s {
+	if !r.opt(s) {
 		r.bad = true
-		return
 	}
-	r.pos += len(s)
 }
 
 // opt consumes s if the input continues with it (an omitempty member's key).
@@ -231,11 +198,11 @@ func (r *recordReader) opt(s string) bool {
 // A string without escapes and with valid UTF-8 is copied in one allocation
 // (none for an empty or interned one).
 func (r *recordReader) str() string {
-	if r.bad || r.pos >= len(r.b) || r.b[r.pos] != '"' {
-		r.bad = true
+	r.lit(`"`)
+	if r.bad {
 		return ""
 	}
-	start := r.pos + 1
+	start := r.pos
 	for i := start; i < len(r.b); {
 		switch c := r.b[i]; {
 		case c == '"':
@@ -380,7 +347,7 @@ func getu4(s []byte) rune {
 }
 
 // internString returns string(b), without allocating for the values most
-// records repeat (roles, states, channel names, the usual finish reason).
+// records repeat (roles, states, channel names).
 func internString(b []byte) string {
 	switch string(b) {
 	case "":
@@ -401,8 +368,6 @@ func internString(b []byte) string {
 		return memory.OutboxDelivered
 	case memory.OutboxFailed:
 		return memory.OutboxFailed
-	case "final":
-		return "final"
 	case "telegram":
 		return "telegram"
 	case "discord":
@@ -499,11 +464,11 @@ func (r *recordReader) time(t *time.Time) {
 // base64 reads a JSON string of standard padded base64 (no escapes, no line
 // breaks) and decodes it as json.Unmarshal decodes a []byte.
 func (r *recordReader) base64() []byte {
-	if r.bad || r.pos >= len(r.b) || r.b[r.pos] != '"' {
-		r.bad = true
+	r.lit(`"`)
+	if r.bad {
 		return nil
 	}
-	start := r.pos + 1
+	start := r.pos
 	end := start
 	for end < len(r.b) && isBase64Char(r.b[end]) {
 		end++
@@ -540,41 +505,15 @@ func (r *recordReader) usage() memory.Usage {
 	return u
 }
 
-// strList reads the elements and the closing bracket of a non-empty array of
-// strings (the opening bracket is read), returning a slice of exactly their
-// number.
-func (r *recordReader) strList() []string {
-	var buf [8]string
-	list := buf[:0]
-	for !r.bad {
-		list = append(list, r.str())
-		if !r.opt(",") {
-			break
-		}
-	}
+// endList reads the closing bracket of an array whose elements were read
+// into list and returns a copy of exactly their number, or nil if anything
+// did not match. Callers read into a stack buffer: one allocation in all.
+func endList[T any](r *recordReader, list []T) []T {
 	r.lit("]")
 	if r.bad {
 		return nil
 	}
-	return append([]string(nil), list...)
-}
-
-// uints reads the elements and the closing bracket of a non-empty array of
-// unsigned integers (the opening bracket is read).
-func (r *recordReader) uints() []uint64 {
-	var buf [8]uint64
-	list := buf[:0]
-	for !r.bad {
-		list = append(list, r.uint())
-		if !r.opt(",") {
-			break
-		}
-	}
-	r.lit("]")
-	if r.bad {
-		return nil
-	}
-	return append([]uint64(nil), list...)
+	return append([]T(nil), list...)
 }
 
 // message reads a memory.Message object.
@@ -588,10 +527,20 @@ func (r *recordReader) message(m *memory.Message) {
 		m.Reasoning = r.str()
 	}
 	if r.opt(`,"media":[`) {
-		m.Media = r.media()
+		var buf [4]memory.MediaRef
+		list := append(buf[:0], r.mediaRef())
+		for r.opt(",") {
+			list = append(list, r.mediaRef())
+		}
+		m.Media = endList(r, list)
 	}
 	if r.opt(`,"tool_calls":[`) {
-		m.ToolCalls = r.toolCalls()
+		var buf [4]memory.ToolCall
+		list := append(buf[:0], r.toolCall())
+		for r.opt(",") {
+			list = append(list, r.toolCall())
+		}
+		m.ToolCalls = endList(r, list)
 	}
 	if r.opt(`,"tool_call_id":`) {
 		m.ToolCallID = r.str()
@@ -604,56 +553,30 @@ func (r *recordReader) message(m *memory.Message) {
 	r.lit(`}`)
 }
 
-// media reads the elements and the closing bracket of a non-empty array of
-// memory.MediaRef (the opening bracket is read).
-func (r *recordReader) media() []memory.MediaRef {
-	var buf [4]memory.MediaRef
-	list := buf[:0]
-	for !r.bad {
-		var md memory.MediaRef
-		r.lit(`{"mime":`)
-		md.MIME = r.str()
-		if r.opt(`,"name":`) {
-			md.Name = r.str()
-		}
-		if r.opt(`,"size":`) {
-			md.Size = r.int()
-		}
-		r.lit(`}`)
-		list = append(list, md)
-		if !r.opt(",") {
-			break
-		}
+// mediaRef reads a memory.MediaRef object.
+func (r *recordReader) mediaRef() memory.MediaRef {
+	var md memory.MediaRef
+	r.lit(`{"mime":`)
+	md.MIME = r.str()
+	if r.opt(`,"name":`) {
+		md.Name = r.str()
 	}
-	r.lit("]")
-	if r.bad {
-		return nil
+	if r.opt(`,"size":`) {
+		md.Size = r.int()
 	}
-	return append([]memory.MediaRef(nil), list...)
+	r.lit(`}`)
+	return md
 }
 
-// toolCalls reads the elements and the closing bracket of a non-empty array
-// of memory.ToolCall (the opening bracket is read).
-func (r *recordReader) toolCalls() []memory.ToolCall {
-	var buf [4]memory.ToolCall
-	list := buf[:0]
-	for !r.bad {
-		var tc memory.ToolCall
-		r.lit(`{"id":`)
-		tc.ID = r.str()
-		r.lit(`,"name":`)
-		tc.Name = r.str()
-		r.lit(`,"arguments":`)
-		tc.Arguments = r.str()
-		r.lit(`}`)
-		list = append(list, tc)
-		if !r.opt(",") {
-			break
-		}
-	}
-	r.lit("]")
-	if r.bad {
-		return nil
-	}
-	return append([]memory.ToolCall(nil), list...)
+// toolCall reads a memory.ToolCall object.
+func (r *recordReader) toolCall() memory.ToolCall {
+	var tc memory.ToolCall
+	r.lit(`{"id":`)
+	tc.ID = r.str()
+	r.lit(`,"name":`)
+	tc.Name = r.str()
+	r.lit(`,"arguments":`)
+	tc.Arguments = r.str()
+	r.lit(`}`)
+	return tc
 }

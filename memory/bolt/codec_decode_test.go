@@ -22,8 +22,6 @@ var decoders = []struct {
 		func() any { return new(memory.SessionMeta) }},
 	{"storedMessage", func(d []byte, v any) bool { return decodeStoredMessage(d, v.(*storedMessage)) },
 		func() any { return new(storedMessage) }},
-	{"storedTurn", func(d []byte, v any) bool { return decodeStoredTurn(d, v.(*storedTurn)) },
-		func() any { return new(storedTurn) }},
 	{"InboxItem", func(d []byte, v any) bool { return decodeInboxItem(d, v.(*memory.InboxItem)) },
 		func() any { return new(memory.InboxItem) }},
 	{"OutboxRecord", func(d []byte, v any) bool { return decodeOutboxRecord(d, v.(*memory.OutboxRecord)) },
@@ -37,8 +35,6 @@ func decodeAny(data []byte, v any) bool {
 		return decodeSessionMeta(data, v)
 	case *storedMessage:
 		return decodeStoredMessage(data, v)
-	case *storedTurn:
-		return decodeStoredTurn(data, v)
 	case *memory.InboxItem:
 		return decodeInboxItem(data, v)
 	case *memory.OutboxRecord:
@@ -75,7 +71,7 @@ func checkSound(t testing.TB, name string, dec func([]byte, any) bool, zero func
 // tricky strings and zone times in every field, and filler values.
 func decodable() []any {
 	r := turnRecords()
-	vs := []any{&r.meta, &r.turn, &r.inbox, &r.out}
+	vs := []any{&r.meta, &r.inbox, &r.out}
 	for i := range r.msgs {
 		vs = append(vs, &r.msgs[i])
 	}
@@ -116,8 +112,8 @@ func TestDecodeRoundTrip(t *testing.T) {
 		}
 		accepted++
 	}
-	if accepted < 1000 {
-		t.Fatalf("only %d records round-tripped; the filler should give over 1000", accepted)
+	if accepted < 700 {
+		t.Fatalf("only %d records round-tripped; the filler should give over 700", accepted)
 	}
 }
 
@@ -223,8 +219,6 @@ func TestDecodeAllocations(t *testing.T) {
 				ToolCalls: []memory.ToolCall{{ID: "c1", Name: "current_time", Arguments: `{"tz":"UTC"}`}}}}, 4},
 		{"tool result: content, tool call id, name",
 			&storedMessage{Turn: 1, M: memory.Message{Role: memory.RoleTool, Content: "12:00", ToolCallID: "c1", Name: "current_time"}}, 3},
-		{"turn: id, answer + sources (finish reason interned)",
-			&storedTurn{Seq: 1, ID: "t1", FinishReason: "final", Sources: []uint64{7}, Answer: "a", Count: 4}, 3},
 		{"inbox: message id, session key, turn id, answer + payload (channel, state interned)",
 			&memory.InboxItem{ID: 1, Channel: "discord", MessageID: "m1", SessionKey: "discord:1", Payload: []byte(`{"text":"hi"}`),
 				State: memory.InboxAnswered, TurnID: "t1", Answer: "ok"}, 5},
@@ -263,8 +257,6 @@ var tokenTemplates = []string{
 		`"turns":%[1]s,"messages":0,"usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0},"archived":[%[1]s]}`,
 	`{"id":1,"channel":"c","message_id":"m","session_key":"k","payload":%s,"received":"0001-01-01T00:00:00Z","state":"pending"}`,
 	`{"id":1,"target":"t","turn_id":"x","chunk":%s,"text":"","status":"","created":"0001-01-01T00:00:00Z","updated":"0001-01-01T00:00:00Z"}`,
-	`{"seq":1,"id":"t","usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":%s},"started":"0001-01-01T00:00:00Z",` +
-		`"ended":"0001-01-01T00:00:00Z","finish_reason":"final","sources":[%[1]s],"first":0,"count":0}`,
 }
 
 // tokenSeeds are values, in and out of the canonical shape.
@@ -356,7 +348,7 @@ func BenchmarkDecodeRecords(b *testing.B) {
 		name string
 		v    any
 	}{
-		{"SessionMeta", &r.meta}, {"storedMessage", &r.msgs[1]}, {"storedTurn", &r.turn},
+		{"SessionMeta", &r.meta}, {"storedMessage", &r.msgs[1]},
 		{"InboxItem", &r.inbox}, {"OutboxRecord", &r.out},
 	}
 	for _, c := range cases {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"time"
@@ -105,7 +104,7 @@ func (s *Store) InboxPending(ctx context.Context) ([]memory.InboxItem, error) {
 	err := s.view(ctx, "list inbox", func(tx *bbolt.Tx) error {
 		return tx.Bucket(bInbox).ForEach(func(k, v []byte) error {
 			var it memory.InboxItem
-			if err := json.Unmarshal(v, &it); err != nil {
+			if err := decodeRecord(v, &it); err != nil {
 				return fmt.Errorf("decode inbox item %d: %w", fromU64(k), err)
 			}
 			out = append(out, it)
@@ -273,7 +272,7 @@ func (s *Store) OutboxPending(ctx context.Context) ([]memory.OutboxRecord, error
 	err := s.view(ctx, "list pending outbox", func(tx *bbolt.Tx) error {
 		return tx.Bucket(bOutbox).ForEach(func(k, v []byte) error {
 			var rec memory.OutboxRecord
-			if err := json.Unmarshal(v, &rec); err != nil {
+			if err := decodeRecord(v, &rec); err != nil {
 				return fmt.Errorf("decode outbox record %d: %w", fromU64(k), err)
 			}
 			if rec.Status == memory.OutboxPending {

@@ -215,7 +215,7 @@ func loadHistoryTx(tx *bbolt.Tx, key string, limit int) ([]memory.Message, error
 	c := msgs.Cursor()
 	for k, v := c.Last(); k != nil; k, v = c.Prev() {
 		var sm storedMessage
-		if err := json.Unmarshal(v, &sm); err != nil {
+		if err := decodeRecord(v, &sm); err != nil {
 			return nil, fmt.Errorf("decode message %d: %w", fromU64(k), err)
 		}
 		rev = append(rev, sm)
@@ -289,7 +289,7 @@ func turnMessages(msgs *bbolt.Bucket, st storedTurn) ([]memory.Message, error) {
 	c := msgs.Cursor()
 	for k, v := c.Seek(u64(st.First)); k != nil && len(out) < st.Count; k, v = c.Next() {
 		var sm storedMessage
-		if err := json.Unmarshal(v, &sm); err != nil {
+		if err := decodeRecord(v, &sm); err != nil {
 			return nil, fmt.Errorf("decode message %d: %w", fromU64(k), err)
 		}
 		if sm.Turn != st.Seq {

@@ -370,10 +370,35 @@ func getJSON(b *bbolt.Bucket, key []byte, v any) (bool, error) {
 	if data == nil {
 		return false, nil
 	}
-	if err := json.Unmarshal(data, v); err != nil {
+	if err := decodeRecord(data, v); err != nil {
 		return true, fmt.Errorf("decode %q: %w", key, err)
 	}
 	return true, nil
+}
+
+// decodeRecord decodes a stored record: the hot records through their fast
+// paths (codec_decode.go), anything else, or any other shape, through
+// encoding/json.
+func decodeRecord(data []byte, v any) error {
+	switch r := v.(type) {
+	case *memory.SessionMeta:
+		if decodeSessionMeta(data, r) {
+			return nil
+		}
+	case *storedMessage:
+		if decodeStoredMessage(data, r) {
+			return nil
+		}
+	case *memory.InboxItem:
+		if decodeInboxItem(data, r) {
+			return nil
+		}
+	case *memory.OutboxRecord:
+		if decodeOutboxRecord(data, r) {
+			return nil
+		}
+	}
+	return json.Unmarshal(data, v)
 }
 
 // Stats counts records. It reads every inbox and outbox record (both are
