@@ -15,9 +15,11 @@ type TurnView struct {
 	Notes []Note
 }
 
-// TurnReader is implemented by stores that read a turn's view in one
-// transaction. It is optional: the agent reads the same with LoadHistory,
-// Session and ListNotes from a store without it.
+// TurnReader is implemented by stores that read a turn's view at once: bolt
+// in one read transaction, postgres in one round trip (a pipelined batch). It
+// is optional: the agent reads the same with LoadHistory, Session and
+// ListNotes from a store without it. memory/storetest checks that both ways
+// agree.
 type TurnReader interface {
 	ReadTurn(ctx context.Context, key string, historyLimit int) (TurnView, error)
 }

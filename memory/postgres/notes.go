@@ -60,10 +60,22 @@ func (s *Store) notes(ctx context.Context, op, scope string, keep func(memory.No
 	if err := s.begin(ctx, op); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT id, scope, text, created FROM notes WHERE scope = $1 ORDER BY id`, scope)
+	rows, err := s.pool.Query(ctx, notesSQL, scope)
 	if err != nil {
 		return nil, s.wrap(op, err)
 	}
+	out, err := collectNotes(rows, keep)
+	if err != nil {
+		return nil, s.wrap(op, err)
+	}
+	return out, nil
+}
+
+// notesSQL selects the notes of scope $1, oldest first.
+const notesSQL = `SELECT id, scope, text, created FROM notes WHERE scope = $1 ORDER BY id`
+
+// collectNotes reads notesSQL's rows, the ones keep accepts (never nil).
+func collectNotes(rows pgx.Rows, keep func(memory.Note) bool) ([]memory.Note, error) {
 	all, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (memory.Note, error) {
 		var n memory.Note
 		var id int64
@@ -72,7 +84,7 @@ func (s *Store) notes(ctx context.Context, op, scope string, keep func(memory.No
 		return n, err
 	})
 	if err != nil {
-		return nil, s.wrap(op, err)
+		return nil, err
 	}
 	out := []memory.Note{}
 	for _, n := range all {

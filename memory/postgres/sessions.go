@@ -104,19 +104,31 @@ func (s *Store) LoadHistory(ctx context.Context, key string, limit int) ([]memor
 	if err := s.begin(ctx, op); err != nil {
 		return nil, err
 	}
-	// upto is the number of messages from the newest turn back to this one
-	// (inclusive); the newest turn is always returned so that it can be
-	// condensed when it alone is over the limit.
-	rows, err := s.pool.Query(ctx, `SELECT messages, upto FROM (
-			SELECT t.id, t.messages, sum(t.n_messages) OVER (ORDER BY t.id DESC) AS upto,
-				row_number() OVER (ORDER BY t.id DESC) AS rn
-			FROM turns t JOIN sessions s ON s.id = t.session_id
-			WHERE s.key = $1 AND t.archive_id IS NULL) w
-		WHERE $2::bigint <= 0 OR upto <= $2::bigint OR rn = 1
-		ORDER BY id`, key, limit)
+	rows, err := s.pool.Query(ctx, historySQL, key, limit)
 	if err != nil {
 		return nil, s.wrap(op, err)
 	}
+	out, err := collectHistory(rows, limit)
+	if err != nil {
+		return nil, s.wrap(op, err)
+	}
+	return out, nil
+}
+
+// historySQL selects the turns of LoadHistory's window ($1 key, $2 limit).
+// upto is the number of messages from the newest turn back to this one
+// (inclusive); the newest turn is always returned so that it can be condensed
+// when it alone is over the limit.
+const historySQL = `SELECT messages, upto FROM (
+		SELECT t.id, t.messages, sum(t.n_messages) OVER (ORDER BY t.id DESC) AS upto,
+			row_number() OVER (ORDER BY t.id DESC) AS rn
+		FROM turns t JOIN sessions s ON s.id = t.session_id
+		WHERE s.key = $1 AND t.archive_id IS NULL) w
+	WHERE $2::bigint <= 0 OR upto <= $2::bigint OR rn = 1
+	ORDER BY id`
+
+// collectHistory reads historySQL's rows into the sanitized history.
+func collectHistory(rows pgx.Rows, limit int) ([]memory.Message, error) {
 	type window struct {
 		msgs []memory.Message
 		upto int64
@@ -133,7 +145,7 @@ func (s *Store) LoadHistory(ctx context.Context, key string, limit int) ([]memor
 		return w, nil
 	})
 	if err != nil {
-		return nil, s.wrap(op, err)
+		return nil, err
 	}
 	if len(turns) == 0 {
 		return []memory.Message{}, nil
@@ -146,6 +158,53 @@ func (s *Store) LoadHistory(ctx context.Context, key string, limit int) ([]memor
 		out = append(out, w.msgs...)
 	}
 	return memory.SanitizeHistory(out), nil
+}
+
+// ReadTurn reads a turn's history, session metadata and notes in one round
+// trip (a pipelined batch; memory.TurnReader).
+func (s *Store) ReadTurn(ctx context.Context, key string, limit int) (memory.TurnView, error) {
+	op := "read turn context of " + key
+	if err := s.begin(ctx, op); err != nil {
+		return memory.TurnView{}, err
+	}
+	b := &pgx.Batch{}
+	b.Queue(historySQL, key, limit)
+	b.Queue(`SELECT `+metaColumns+` FROM sessions s WHERE s.key = $1`, key)
+	b.Queue(notesSQL, key)
+	br := s.pool.SendBatch(ctx, b)
+	v, err := readTurnBatch(br, limit)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return memory.TurnView{}, s.wrap(op, err)
+	}
+	return v, nil
+}
+
+func readTurnBatch(br pgx.BatchResults, limit int) (memory.TurnView, error) {
+	var v memory.TurnView
+	rows, err := br.Query()
+	if err != nil {
+		return v, err
+	}
+	if v.History, err = collectHistory(rows, limit); err != nil {
+		return v, err
+	}
+	v.Meta, err = scanMeta(br.QueryRow())
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		v.Meta = memory.SessionMeta{}
+	case err != nil:
+		return v, err
+	default:
+		v.Found = true
+	}
+	if rows, err = br.Query(); err != nil {
+		return v, err
+	}
+	v.Notes, err = collectNotes(rows, func(memory.Note) bool { return true })
+	return v, err
 }
 
 // condensed is a turn too long for the limit cut to its user messages and

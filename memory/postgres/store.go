@@ -84,7 +84,10 @@ type Store struct {
 }
 
 // Compile-time check that *Store is a complete memory.Store.
-var _ memory.Store = (*Store)(nil)
+var (
+	_ memory.Store      = (*Store)(nil)
+	_ memory.TurnReader = (*Store)(nil)
+)
 
 // checkTimeout bounds Check, which has no context of its own.
 const checkTimeout = 30 * time.Second
