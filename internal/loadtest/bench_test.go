@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -31,6 +32,7 @@ func BenchmarkHandlerThroughput(b *testing.B) {
 	ctx := context.Background()
 	var (
 		ip  *Inproc
+		mp  *ModelProcess
 		err error
 	)
 	switch {
@@ -39,7 +41,6 @@ func BenchmarkHandlerThroughput(b *testing.B) {
 	case *inprocModel:
 		ip, err = StartInproc(ctx, b.TempDir(), 16, nil, nil)
 	default: // EchoModel in its own process: the figures are the daemon's
-		var mp *ModelProcess
 		if mp, err = StartModelProcess(ctx); err == nil {
 			ip, err = StartInprocModel(ctx, b.TempDir(), 16, mp, mp.URL, nil)
 			if err != nil {
@@ -59,7 +60,7 @@ func BenchmarkHandlerThroughput(b *testing.B) {
 	lats := make([][]time.Duration, chats)
 	b.ReportAllocs()
 	b.ResetTimer()
-	start := time.Now()
+	start, cpu0 := time.Now(), processCPU()
 	var wg sync.WaitGroup
 	for c := range chats {
 		if per[c] == 0 {
@@ -87,7 +88,7 @@ func BenchmarkHandlerThroughput(b *testing.B) {
 		}()
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
+	elapsed, cpu := time.Since(start), processCPU()-cpu0
 	b.StopTimer()
 	var all []time.Duration
 	for _, l := range lats {
@@ -98,7 +99,23 @@ func BenchmarkHandlerThroughput(b *testing.B) {
 	b.ReportMetric(float64(percentile(all, 50))/1e6, "p50-ms")
 	b.ReportMetric(float64(percentile(all, 99))/1e6, "p99-ms")
 	ip.Stop()
+	if len(all) > 0 {
+		b.ReportMetric(float64(cpu.Microseconds())/float64(len(all)), "cpu-µs/msg")
+		if mp != nil {
+			// The whole run's, start-up included: an upper bound.
+			b.ReportMetric(float64(mp.CPU.Microseconds())/float64(len(all)), "model-cpu-µs/msg")
+		}
+	}
 	if st, err := os.Stat(ip.DBPath); err == nil && len(all) >= 1000 {
 		b.ReportMetric(float64(st.Size())/float64(len(all))*1000/1024, "dbKiB/1k-turns")
 	}
+}
+
+// processCPU is this process's user and system CPU time so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

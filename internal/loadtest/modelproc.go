@@ -17,8 +17,8 @@ import (
 // EchoModel instead of running tests (RunModelProcess).
 const ModelProcessEnv = "SWITCHBOARD_LOADTEST_ECHO_MODEL"
 
-// ModelProcess is EchoModel in a child process: the test binary re-executed
-// with ModelProcessEnv set. With the model in another process, as a real
+// ModelProcess is EchoModel's answers in a child process (the test binary
+// re-executed with ModelProcessEnv set), served by rawEchoServer. With the model in another process, as a real
 // model endpoint is, an in-process benchmark's allocations and heap are the
 // daemon's alone (in-process, net/http's server and the fake's answers were
 // ~60 of the allocations counted per turn). The child exits when its stdin
@@ -27,6 +27,8 @@ type ModelProcess struct {
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
 	URL   string // base URL up to /v1, as llm.base_url takes it
+	// CPU is the child's user and system CPU time, set by Close.
+	CPU time.Duration
 }
 
 // StartModelProcess starts the child and waits for its URL.
@@ -94,13 +96,20 @@ func (mp *ModelProcess) Close() {
 		_ = mp.cmd.Process.Kill()
 		<-done
 	}
+	if st := mp.cmd.ProcessState; st != nil {
+		mp.CPU = st.UserTime() + st.SystemTime()
+	}
 }
 
 // RunModelProcess is the child's side: it serves EchoModel, writes its URL
 // on stdout and returns when stdin closes.
 func RunModelProcess() {
-	m := NewEchoModel()
+	m, err := startRawEcho()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	defer m.Close()
-	fmt.Println(m.URL)
+	fmt.Println(m.URL())
 	_, _ = io.Copy(io.Discard, os.Stdin)
 }
