@@ -10,6 +10,8 @@ import (
 	"sync"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/switchboard-bot/switchboard/internal/jsonlite"
 )
 
 // Reading the server-sent events of a streamed chat completion.
@@ -20,7 +22,9 @@ import (
 // emptyMessagesLimit non-data lines in a row is an error) while decoding far
 // less: one json.Decoder per stream (its scanner state is reused across
 // chunks instead of rebuilt for each) into a chunk type that has only the
-// fields the agent reads, and no regular expressions per line.
+// fields the agent reads, and no regular expressions per line. The ordinary
+// chunks (text and reasoning deltas) skip even that decoder: ssefast.go reads
+// them by hand.
 
 // emptyMessagesLimit is go-openai's default: how many non-data lines in a row
 // a stream may send before it is given up as broken.
@@ -56,6 +60,11 @@ type sseStream struct {
 	lines *bufio.Reader
 	data  sseData
 	dec   *json.Decoder
+	// slowOnly turns the fast path off, once dec reported an error (so that
+	// every later Recv sees what dec says) or by a test.
+	slowOnly bool
+	// fastChunks counts the chunks decodeChunkFast read.
+	fastChunks int
 }
 
 func newSSEStream(body io.Reader) *sseStream {
@@ -79,13 +88,33 @@ func (s *sseStream) Close() {
 // Recv decodes the next chunk into c (reset first). It returns io.EOF after
 // "[DONE]", the server's error when the stream carried one, and the read
 // error when the stream broke off.
+//
+// A payload that is one whole ordinary chunk is read by decodeChunkFast
+// (ssefast.go) when the decoder stands between values (nothing but
+// whitespace buffered, no payload half read); everything else (a usage or
+// tool-call chunk, a value split over data lines, anything odd) goes through
+// the json.Decoder exactly as before.
 func (s *sseStream) Recv(c *streamChunk) error {
 	// The previous chunk's choices are cleared and their array reused:
 	// encoding/json appends into a slice's capacity without zeroing it.
 	choices := c.Choices[:cap(c.Choices)]
 	clear(choices)
 	*c = streamChunk{Choices: choices[:0]}
+	if s.betweenValues() {
+		// What the decoder's next Read would do; a pending separator is
+		// dropped, harmless between whole values.
+		if s.data.err = s.data.next(); s.data.err == nil {
+			if decodeChunkFast(s.data.cur, c) {
+				s.data.cur = nil
+				s.fastChunks++
+				return nil
+			}
+			clear(choices) // partly written: the decoder starts afresh
+			*c = streamChunk{Choices: choices[:0]}
+		}
+	}
 	if err := s.dec.Decode(c); err != nil {
+		s.slowOnly = true // the decoder keeps a syntax error: it has the stream from now on
 		// The framing's own end ([DONE], a server error, a cut stream) comes
 		// back as it is, unless a chunk was left incomplete before it.
 		if s.data.err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
@@ -94,6 +123,25 @@ func (s *sseStream) Recv(c *streamChunk) error {
 		return fmt.Errorf("decode stream chunk: %w", err)
 	}
 	return nil
+}
+
+// betweenValues reports whether the next payload may skip the decoder: the
+// stream has not ended, the decoder has read all of the current payload and
+// holds at most whitespace, and no decode failed so far.
+func (s *sseStream) betweenValues() bool {
+	if s.slowOnly || s.data.err != nil || len(s.data.cur) > 0 {
+		return false
+	}
+	buffered := s.data.delivered - s.dec.InputOffset()
+	if buffered == 0 {
+		return true
+	}
+	if buffered > 64 {
+		return false
+	}
+	var buf [64]byte
+	n, _ := io.ReadFull(s.dec.Buffered(), buf[:buffered])
+	return int64(n) == buffered && jsonlite.SkipSpace(buf[:n]) == n
 }
 
 // sseData is an io.Reader of the JSON payloads of a stream's data lines, one
@@ -106,6 +154,8 @@ type sseData struct {
 	line  []byte // the current line when it spanned more than the buffer
 	errs  []byte // non-data lines so far, in case they are an error body
 	err   error
+	// delivered counts the bytes Read returned: what the decoder has read.
+	delivered int64
 }
 
 func (d *sseData) Read(p []byte) (int, error) {
@@ -116,6 +166,7 @@ func (d *sseData) Read(p []byte) (int, error) {
 		if d.sep {
 			d.sep = false
 			p[0] = '\n'
+			d.delivered++
 			return 1, nil
 		}
 		if d.err != nil {
@@ -125,6 +176,7 @@ func (d *sseData) Read(p []byte) (int, error) {
 	}
 	n := copy(p, d.cur)
 	d.cur = d.cur[n:]
+	d.delivered += int64(n)
 	return n, nil
 }
 

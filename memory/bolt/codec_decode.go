@@ -30,12 +30,10 @@ import (
 	"encoding/base64"
 	"math"
 	"strconv"
-	"strings"
 	"time"
-	"unicode"
-	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/switchboard-bot/switchboard/internal/jsonlite"
 	"github.com/switchboard-bot/switchboard/memory"
 )
 
@@ -196,154 +194,25 @@ func (r *recordReader) opt(s string) bool {
 
 // str reads a JSON string and returns it unescaped as encoding/json would.
 // A string without escapes and with valid UTF-8 is copied in one allocation
-// (none for an empty or interned one).
+// (none for an empty or interned one); any other is jsonlite.Unquote's.
 func (r *recordReader) str() string {
-	r.lit(`"`)
-	if r.bad {
-		return ""
-	}
-	start := r.pos
-	for i := start; i < len(r.b); {
-		switch c := r.b[i]; {
-		case c == '"':
-			r.pos = i + 1
-			return internString(r.b[start:i])
-		case c == '\\':
-			return r.strEscaped(start)
-		case c < ' ':
-			r.bad = true
-			return ""
-		case c < utf8.RuneSelf:
-			i++
-		default:
-			rr, size := utf8.DecodeRune(r.b[i:])
-			if rr == utf8.RuneError && size == 1 {
-				return r.strEscaped(start) // invalid UTF-8: coerced to U+FFFD
-			}
-			i += size
-		}
-	}
-	r.bad = true // unterminated
-	return ""
-}
-
-// strEscaped reads the string whose contents start at start and which holds
-// an escape or invalid UTF-8. It first finds the closing quote, checking what
-// the JSON scanner checks (no control characters, only the escapes \" \\ \/
-// \b \f \n \r \t \uXXXX), then unescapes like encoding/json's unquoteBytes.
-func (r *recordReader) strEscaped(start int) string {
-	end := -1
-	for i := start; i < len(r.b) && end < 0; {
-		switch c := r.b[i]; {
-		case c == '"':
-			end = i
-		case c < ' ':
-			r.bad = true
-			return ""
-		case c == '\\':
-			n := escapeLen(r.b[i:])
-			if n == 0 {
-				r.bad = true
-				return ""
-			}
-			i += n
-		default:
-			i++
-		}
-	}
-	if end < 0 {
+	if r.bad || r.pos >= len(r.b) || r.b[r.pos] != '"' {
 		r.bad = true
 		return ""
 	}
-	s := r.b[start:end]
-	r.pos = end + 1
-	var sb strings.Builder
-	sb.Grow(len(s)) // enough unless s holds invalid UTF-8
-	for i := 0; i < len(s); {
-		c := s[i]
-		switch {
-		case c == '\\' && s[i+1] == 'u':
-			rr := getu4(s[i:])
-			i += 6
-			if utf16.IsSurrogate(rr) {
-				if dec := utf16.DecodeRune(rr, getu4(s[i:])); dec != unicode.ReplacementChar {
-					sb.WriteRune(dec)
-					i += 6
-					continue
-				}
-				rr = unicode.ReplacementChar
-			}
-			sb.WriteRune(rr)
-		case c == '\\':
-			sb.WriteByte(unescapeByte(s[i+1]))
-			i += 2
-		case c < utf8.RuneSelf:
-			sb.WriteByte(c)
-			i++
-		default:
-			rr, size := utf8.DecodeRune(s[i:])
-			sb.WriteRune(rr) // utf8.RuneError for invalid UTF-8
-			i += size
-		}
+	n, plain, ok := jsonlite.ScanString(r.b[r.pos:])
+	if !ok {
+		r.bad = true
+		return ""
 	}
-	return sb.String()
-}
-
-// escapeLen returns the length of the valid JSON escape at the start of b
-// (which starts with a backslash), or 0 if it is not one.
-func escapeLen(b []byte) int {
-	if len(b) < 2 {
-		return 0
+	if plain {
+		s := internString(r.b[r.pos+1 : r.pos+n-1])
+		r.pos += n
+		return s
 	}
-	switch b[1] {
-	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-		return 2
-	case 'u':
-		if getu4(b) < 0 {
-			return 0
-		}
-		return 6
-	}
-	return 0
-}
-
-// unescapeByte returns the byte a validated two-byte escape \c stands for.
-func unescapeByte(c byte) byte {
-	switch c {
-	case 'b':
-		return '\b'
-	case 'f':
-		return '\f'
-	case 'n':
-		return '\n'
-	case 'r':
-		return '\r'
-	case 't':
-		return '\t'
-	}
-	return c // '"', '\\', '/'
-}
-
-// getu4 decodes \uXXXX at the start of s into its rune, or returns -1.
-func getu4(s []byte) rune {
-	if len(s) < 6 || s[0] != '\\' || s[1] != 'u' {
-		return -1
-	}
-	var r rune
-	for _, c := range s[2:6] {
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c = c - 'a' + 10
-		case 'A' <= c && c <= 'F':
-			c = c - 'A' + 10
-		default:
-			return -1
-		}
-		r = r*16 + rune(c)
-	}
-	return r
+	s, _, _ := jsonlite.Unquote(r.b[r.pos:])
+	r.pos += n
+	return s
 }
 
 // internString returns string(b), without allocating for the values most
