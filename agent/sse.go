@@ -59,7 +59,7 @@ var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 409
 type sseStream struct {
 	lines *bufio.Reader
 	data  sseData
-	dec   *json.Decoder
+	dec   *json.Decoder // nil until a chunk needs it
 	// slowOnly turns the fast path off, once dec reported an error (so that
 	// every later Recv sees what dec says) or by a test.
 	slowOnly bool
@@ -72,7 +72,6 @@ func newSSEStream(body io.Reader) *sseStream {
 	br.Reset(body)
 	s := &sseStream{lines: br}
 	s.data.lines = br
-	s.dec = json.NewDecoder(&s.data)
 	return s
 }
 
@@ -113,6 +112,9 @@ func (s *sseStream) Recv(c *streamChunk) error {
 			*c = streamChunk{Choices: choices[:0]}
 		}
 	}
+	if s.dec == nil { // made at the first chunk the fast path leaves
+		s.dec = json.NewDecoder(&s.data)
+	}
 	if err := s.dec.Decode(c); err != nil {
 		s.slowOnly = true // the decoder keeps a syntax error: it has the stream from now on
 		// The framing's own end ([DONE], a server error, a cut stream) comes
@@ -131,6 +133,9 @@ func (s *sseStream) Recv(c *streamChunk) error {
 func (s *sseStream) betweenValues() bool {
 	if s.slowOnly || s.data.err != nil || len(s.data.cur) > 0 {
 		return false
+	}
+	if s.dec == nil {
+		return true
 	}
 	buffered := s.data.delivered - s.dec.InputOffset()
 	if buffered == 0 {

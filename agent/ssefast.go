@@ -20,8 +20,8 @@ import (
 // (case-insensitively, escapes unescaped), unknown keys are skipped but
 // validated, null leaves a field as it is, and an integer must be one
 // encoding/json reads into an int. Duplicate known keys, a known key with a
-// value of another type, tool_calls that are not null and a usage object make
-// it report false; reporting false is always allowed. ssefast_test.go fuzzes
+// value of another type, and tool_calls that are not null make it report
+// false; reporting false is always allowed. ssefast_test.go fuzzes
 // the claim.
 
 // Keys, in the order of their bit in a reader's seen set.
@@ -29,6 +29,10 @@ var (
 	chunkKeys  = []string{"choices", "usage"}
 	choiceKeys = []string{"index", "delta", "finish_reason"}
 	deltaKeys  = []string{"content", "reasoning_content", "tool_calls"}
+	usageKeys  = []string{"prompt_tokens", "completion_tokens", "total_tokens",
+		"prompt_tokens_details", "completion_tokens_details"}
+	promptDetailKeys     = []string{"audio_tokens", "cached_tokens"}
+	completionDetailKeys = []string{"audio_tokens", "reasoning_tokens", "accepted_prediction_tokens", "rejected_prediction_tokens"}
 )
 
 // decodeChunkFast decodes payload, one whole data payload, into *c, which
@@ -40,7 +44,7 @@ func decodeChunkFast(payload []byte, c *streamChunk) bool {
 		if key == 0 {
 			return r.choices(c)
 		}
-		return r.null() // usage: the one usage chunk goes the slow way
+		return r.usage(c)
 	})
 	return ok && r.pos == len(r.b)
 }
@@ -281,4 +285,46 @@ func (r *chunkReader) finishReason() (openai.FinishReason, bool) {
 	var s string
 	ok = r.str(&s)
 	return openai.FinishReason(s), ok
+}
+
+// usage reads the usage object (or null) into c.Usage, with its details.
+func (r *chunkReader) usage(c *streamChunk) bool {
+	if r.null() {
+		c.Usage = nil
+		return true
+	}
+	u := &openai.Usage{}
+	ok := r.object(usageKeys, func(key int) bool {
+		if r.null() {
+			return true
+		}
+		switch key {
+		case 0:
+			return r.int(&u.PromptTokens)
+		case 1:
+			return r.int(&u.CompletionTokens)
+		case 2:
+			return r.int(&u.TotalTokens)
+		case 3:
+			if u.PromptTokensDetails == nil {
+				u.PromptTokensDetails = &openai.PromptTokensDetails{}
+			}
+			d := u.PromptTokensDetails
+			return r.object(promptDetailKeys, func(k int) bool {
+				return r.null() || r.int([]*int{&d.AudioTokens, &d.CachedTokens}[k])
+			})
+		}
+		if u.CompletionTokensDetails == nil {
+			u.CompletionTokensDetails = &openai.CompletionTokensDetails{}
+		}
+		d := u.CompletionTokensDetails
+		return r.object(completionDetailKeys, func(k int) bool {
+			return r.null() || r.int([]*int{&d.AudioTokens, &d.ReasoningTokens,
+				&d.AcceptedPredictionTokens, &d.RejectedPredictionTokens}[k])
+		})
+	})
+	if ok {
+		c.Usage = u
+	}
+	return ok
 }

@@ -83,7 +83,11 @@ func TestDecodeChunkFast(t *testing.T) {
 		{`{"choices":[{"index":-0,"delta":{"role":"assistant","tool_calls":null}}]}`, true},
 		{`{"choices":[{"index":0,"logprobs":{"content":[{"token":"a","bytes":[97],"top_logprobs":[]}]},"delta":{}}]}`, true},
 
-		{openAIUsage, false}, {toolCallChunk, false},
+		{openAIUsage, true}, {`{"usage":{}}`, true},
+		{`{"usage":{"PROMPT_TOKENS":3,"prompt_tokens_details":null,"completion_tokens_details":{"reasoning_tokens":2,"x":[1]}}}`, true},
+		{toolCallChunk, false},
+		{`{"usage":{"prompt_tokens":1,"prompt_tokens":2}}`, false}, {`{"usage":{"total_tokens":1.5}}`, false},
+		{`{"usage":{"prompt_tokens_details":[]}}`, false},
 		{`{"choices":[{"index":0,"delta":{"tool_calls":[]}}]}`, false},
 		{`{"choices":[],"choices":[]}`, false}, {`{"choices":[],"Choices":[]}`, false},
 		{`{"choices":[{"index":0,"index":1}]}`, false},
@@ -91,7 +95,7 @@ func TestDecodeChunkFast(t *testing.T) {
 		{`{"choices":[{"index":1.0}]}`, false}, {`{"choices":[{"index":1e2}]}`, false},
 		{`{"choices":[{"index":"1"}]}`, false}, {`{"choices":[{"index":99999999999999999999}]}`, false},
 		{`{"choices":[{"delta":{"content":5}}]}`, false}, {`{"choices":[{"finish_reason":1}]}`, false},
-		{`{"choices":[{"delta":[]}]}`, false}, {`{"usage":{}}`, false}, {`{"usage":0}`, false},
+		{`{"choices":[{"delta":[]}]}`, false}, {`{"usage":0}`, false},
 		{`{"choices":[]`, false}, {`{"choices":[]}}`, false}, {`{"choices":[],}`, false}, {`{"choices" []}`, false},
 		{`{"x":[1,]}`, false}, {`{"x":tru}`, false}, {`{"x":"\q"}`, false}, {"{\"x\":\"\t\"}", false},
 		{`{"choices":[]} {}`, false}, {`null`, false}, {`[]`, false}, {`{"error":{"message":"x"}}`, true},
@@ -151,7 +155,7 @@ func TestSSEFastInterleavings(t *testing.T) {
 		chunks, fast int
 		wantErr      func(error) bool
 	}{
-		{"fast, usage, fast, [DONE]", sse(openAIFirst, openAIChunk, openAIUsage, echoChunk, "[DONE]"), 4, 3, nil},
+		{"fast, usage, fast, [DONE]", sse(openAIFirst, openAIChunk, openAIUsage, echoChunk, "[DONE]"), 4, 4, nil},
 		{"tool calls between text", sse(openAIChunk, toolCallChunk, toolCallChunk, toolStopChunk, openAIStop, "[DONE]"), 5, 3, nil},
 		{"value split over data lines", sse(openAIChunk) + split + sse(echoChunk, "[DONE]"), 3, 2, nil},
 		{"two values on one line", sse(openAIChunk, echoChunk+" "+fakellmChunk, openAIStop, "[DONE]"), 4, 2, nil},
