@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/switchboard-bot/switchboard/memory"
 )
@@ -66,6 +67,14 @@ type keyLock struct {
 	refs int
 }
 
+// keyHold is one holder's claim on a key's lock; its unlock is idempotent.
+type keyHold struct {
+	k    *keyedMutex
+	l    *keyLock
+	key  string
+	done atomic.Bool
+}
+
 // Lock takes the lock of key; it returns an unlock function (idempotent).
 func (k *keyedMutex) Lock(ctx context.Context, key string) (func(), error) {
 	k.mu.Lock()
@@ -80,25 +89,30 @@ func (k *keyedMutex) Lock(ctx context.Context, key string) (func(), error) {
 	l.refs++
 	k.mu.Unlock()
 
-	release := func() {
-		k.mu.Lock()
-		l.refs--
-		if l.refs == 0 {
-			delete(k.locks, key)
-		}
-		k.mu.Unlock()
-	}
+	h := &keyHold{k: k, l: l, key: key}
 	select {
 	case l.ch <- struct{}{}:
 	case <-ctx.Done():
-		release()
+		h.release()
 		return nil, ctx.Err()
 	}
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			<-l.ch
-			release()
-		})
-	}, nil
+	return h.unlock, nil
+}
+
+func (h *keyHold) unlock() {
+	if h.done.CompareAndSwap(false, true) {
+		<-h.l.ch
+		h.release()
+	}
+}
+
+// release drops the holder's reference; the entry goes with the last one.
+func (h *keyHold) release() {
+	k := h.k
+	k.mu.Lock()
+	h.l.refs--
+	if h.l.refs == 0 {
+		delete(k.locks, h.key)
+	}
+	k.mu.Unlock()
 }

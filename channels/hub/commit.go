@@ -44,6 +44,7 @@ type turnCommit struct {
 func (tc *turnCommit) hook(ctx context.Context, turn memory.Turn, trace []agent.TraceEntry) error {
 	h := tc.h
 	last := tc.batch[len(tc.batch)-1].msg
+	key := last.Target().String()
 	tc.reset(tc.st)
 	tc.used = true
 	tc.commit = memory.TurnCommit{Turn: &turn, Audit: h.toolAudit(last, trace)}
@@ -54,7 +55,7 @@ func (tc *turnCommit) hook(ctx context.Context, turn memory.Turn, trace []agent.
 		if strings.TrimSpace(answer) == "" {
 			answer = noAnswer
 		}
-		if h.admin != nil && h.admin.AlreadySent(tc.turnID, last.Target().String(), answer) {
+		if h.admin != nil && h.admin.AlreadySent(tc.turnID, key, answer) {
 			tc.commit.Done, tc.skipped = ids(tc.batch), true // send_message already delivered this very text here
 		} else {
 			tc.answer = h.caps.withTruncationNote(tc.batch, answer)
@@ -62,14 +63,14 @@ func (tc *turnCommit) hook(ctx context.Context, turn memory.Turn, trace []agent.
 		}
 	}
 	if len(chunks) > 0 {
-		tc.commit.Intents = []memory.OutboxRecord{{Target: last.Target().String(), TurnID: tc.turnID,
+		tc.commit.Intents = []memory.OutboxRecord{{Target: key, TurnID: tc.turnID,
 			Chunk: 0, Text: chunks[0].Text, Status: OutboxPending}}
 	}
 	if tc.release != nil {
 		tc.release()
 	}
 	// ctx is the agent's commit context: not canceled with the turn, bounded.
-	intents, err := tc.lc.CommitTurn(ctx, last.Target().String(), tc.commit)
+	intents, err := tc.lc.CommitTurn(ctx, key, tc.commit)
 	if err != nil {
 		tc.pending, tc.skipped = true, false
 		return err

@@ -328,7 +328,13 @@ func (s *Store) batchOp(ctx context.Context, op func() string, fn func(tx *bbolt
 // reached after Open's check, e.g. the file overwritten underneath) becomes an
 // error wrapping ErrInvalidDatabase instead of crashing the daemon.
 func guard(fn func() error) error {
-	err := faultSafe("in a transaction", fn)
+	if err := faultSafe("in a transaction", fn); err != nil {
+		return guardError(err)
+	}
+	return nil
+}
+
+func guardError(err error) error {
 	var p *panicError
 	if errors.As(err, &p) {
 		return fmt.Errorf("%w: %w (stop switchboard and run `switchboard doctor`)", memory.ErrInvalidDatabase, err)
