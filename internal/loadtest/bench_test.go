@@ -15,7 +15,7 @@ import (
 
 var (
 	useFakeLLM  = flag.Bool("fakellm", false, "BenchmarkHandlerThroughput: answer through fakellm's Echo (in process) instead of the lean EchoModel")
-	inprocModel = flag.Bool("inproc-model", false, "BenchmarkHandlerThroughput: run EchoModel in the benchmark's process (its allocations counted with the daemon's), not in a child process")
+	inprocModel = flag.Bool("inproc-model", false, "BenchmarkHandlerThroughput and BenchmarkHandlerLatency: run EchoModel in the benchmark's process (its allocations and GC counted with the daemon's), not in a child process")
 )
 
 // BenchmarkHandlerThroughput pushes b.N messages through the real daemon

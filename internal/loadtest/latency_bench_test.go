@@ -32,16 +32,27 @@ func BenchmarkHandlerLatency(b *testing.B) {
 
 func benchLatency(b *testing.B, mo memory.Options) {
 	const chats, rate = 1000, 200
-	llm := NewEchoModel()
-	defer llm.Close()
+	url := ""
+	if *inprocModel {
+		llm := NewEchoModel()
+		defer llm.Close()
+		url = llm.URL
+	} else { // the model in its own process, as in BenchmarkHandlerThroughput
+		mp, err := StartModelProcess(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer mp.Close()
+		url = mp.URL
+	}
 	dir := b.TempDir()
-	cfg := InprocConfig(dir, llm.URL, 16)
+	cfg := InprocConfig(dir, url, 16)
 	st, err := bolt.Open(filepath.Join(dir, "lat.db"), mo)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer st.Close()
-	ag, err := daemon.NewAgent(cfg, daemon.AgentDeps{Sessions: st, Tools: agent.NewRegistry()}, nil, nil)
+	ag, err := daemon.NewAgent(cfg, daemon.AgentDeps{Sessions: st, Notes: st, Tools: agent.NewRegistry()}, nil, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
