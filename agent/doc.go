@@ -54,6 +54,13 @@
 //     does not consider the message answered. A canceled turn is committed
 //     without Sources as well: its partial text is no answer, and a message
 //     interrupted by shutdown must be replayed at the next start.
+//   - Reads: a turn reads its history, the session's counters and its notes
+//     once, in one transaction when the store is a memory.TurnReader holding
+//     the notes too (turnview.go); the compactor and the notes message work
+//     from that view, re-reading the notes only when compaction changed them.
+//   - Streams: ordinary chunks (text, reasoning, finish, usage) are read by
+//     hand (ssefast.go), tool-call deltas and anything unusual by a
+//     json.Decoder; both give the same chunks (fuzzed).
 //   - The system prompt depends only on persona, offered tools and protocol;
 //     time, platform and sender go in a <runtime-context> block in front of the
 //     user message, which is not stored in history (the stored user message is

@@ -43,6 +43,15 @@
 //     bolt's DB.Batch, so many concurrent sessions share one fsync; a Batch
 //     function may run more than once, so every closure resets its outputs first
 //     and only returns errors for real failures (validation happens before Batch).
+//   - The records written or read on every message (inbox items, outbox and
+//     audit records, session metadata, history messages, turn headers) are
+//     encoded by hand into one buffer per transaction (codec.go, arena.go) and
+//     decoded by fast paths that accept only that canonical shape
+//     (codec_decode.go); the bytes are exactly encoding/json's, and anything
+//     else is read with encoding/json. A pending inbox item or send intent is
+//     completed by rewriting its known tail, not by decoding it.
+//   - ReadTurn reads a turn's history, metadata and notes in one read
+//     transaction (memory.TurnReader).
 //   - Messages of a session live in their own nested bucket with sequence keys:
 //     LoadHistory walks backwards from the last key and reads only what it returns
 //     (plus one message to see the turn boundary).
