@@ -7,9 +7,10 @@ import (
 	"math"
 	"strconv"
 	"sync"
-	"unicode/utf8"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/switchboard-bot/switchboard/internal/jsonlite"
 )
 
 // The request body of a streamed chat completion, written by hand.
@@ -61,7 +62,7 @@ const (
 // appendRequest appends the JSON body of a streamed call for req.
 func (c *encodeCache) appendRequest(b []byte, creq *openai.ChatCompletionRequest) ([]byte, error) {
 	b = append(b, `{"model":`...)
-	b = appendJSONString(b, creq.Model)
+	b = jsonlite.AppendString(b, creq.Model)
 	b = append(b, `,"messages":[`...)
 	for i := range creq.Messages {
 		if i > 0 {
@@ -123,22 +124,22 @@ func (c *encodeCache) appendMessage(b []byte, m *openai.ChatCompletionMessage) (
 		return append(b, raw...), nil
 	}
 	b = append(b, `{"role":`...)
-	b = appendJSONString(b, m.Role)
+	b = jsonlite.AppendString(b, m.Role)
 	if m.Content != "" {
 		b = append(b, `,"content":`...)
 		if m.Role == openai.ChatMessageRoleSystem {
 			b = c.appendSystem(b, m.Content)
 		} else {
-			b = appendJSONString(b, m.Content)
+			b = jsonlite.AppendString(b, m.Content)
 		}
 	}
 	if m.Name != "" {
 		b = append(b, `,"name":`...)
-		b = appendJSONString(b, m.Name)
+		b = jsonlite.AppendString(b, m.Name)
 	}
 	if m.ReasoningContent != "" {
 		b = append(b, `,"reasoning_content":`...)
-		b = appendJSONString(b, m.ReasoningContent)
+		b = jsonlite.AppendString(b, m.ReasoningContent)
 	}
 	if len(m.ToolCalls) > 0 {
 		b = append(b, `,"tool_calls":[`...)
@@ -152,7 +153,7 @@ func (c *encodeCache) appendMessage(b []byte, m *openai.ChatCompletionMessage) (
 	}
 	if m.ToolCallID != "" {
 		b = append(b, `,"tool_call_id":`...)
-		b = appendJSONString(b, m.ToolCallID)
+		b = jsonlite.AppendString(b, m.ToolCallID)
 	}
 	return append(b, '}'), nil
 }
@@ -166,16 +167,16 @@ func appendToolCall(b []byte, tc *openai.ToolCall) []byte {
 	}
 	if tc.ID != "" {
 		b = append(b, `"id":`...)
-		b = appendJSONString(b, tc.ID)
+		b = jsonlite.AppendString(b, tc.ID)
 		b = append(b, ',')
 	}
 	b = append(b, `"type":`...)
-	b = appendJSONString(b, string(tc.Type))
+	b = jsonlite.AppendString(b, string(tc.Type))
 	b = append(b, `,"function":{`...)
 	comma := false
 	if tc.Function.Name != "" {
 		b = append(b, `"name":`...)
-		b = appendJSONString(b, tc.Function.Name)
+		b = jsonlite.AppendString(b, tc.Function.Name)
 		comma = true
 	}
 	if tc.Function.Arguments != "" {
@@ -183,7 +184,7 @@ func appendToolCall(b []byte, tc *openai.ToolCall) []byte {
 			b = append(b, ',')
 		}
 		b = append(b, `"arguments":`...)
-		b = appendJSONString(b, tc.Function.Arguments)
+		b = jsonlite.AppendString(b, tc.Function.Arguments)
 	}
 	return append(b, "}}"...)
 }
@@ -193,7 +194,7 @@ func appendToolCall(b []byte, tc *openai.ToolCall) []byte {
 // turns of a persona, by design: see Runtime).
 func (c *encodeCache) appendSystem(b []byte, s string) []byte {
 	if len(s) < minCachedSystem {
-		return appendJSONString(b, s)
+		return jsonlite.AppendString(b, s)
 	}
 	c.mu.Lock()
 	enc, ok := c.system[s]
@@ -201,7 +202,7 @@ func (c *encodeCache) appendSystem(b []byte, s string) []byte {
 	if ok {
 		return append(b, enc...)
 	}
-	enc = appendJSONString(make([]byte, 0, len(s)+len(s)/16+2), s)
+	enc = jsonlite.AppendString(make([]byte, 0, len(s)+len(s)/16+2), s)
 	c.mu.Lock()
 	if c.system == nil || len(c.system) >= maxCachedSystems {
 		c.system = make(map[string][]byte)
@@ -252,10 +253,10 @@ func (c *encodeCache) appendTool(b []byte, t *openai.Tool) ([]byte, error) {
 func encodeTool(f *openai.FunctionDefinition, schema json.RawMessage) ([]byte, error) {
 	var out bytes.Buffer
 	out.WriteString(`{"type":"function","function":{"name":`)
-	out.Write(appendJSONString(nil, f.Name))
+	out.Write(jsonlite.AppendString(nil, f.Name))
 	if f.Description != "" {
 		out.WriteString(`,"description":`)
-		out.Write(appendJSONString(nil, f.Description))
+		out.Write(jsonlite.AppendString(nil, f.Description))
 	}
 	if f.Strict {
 		out.WriteString(`,"strict":true`)
@@ -279,69 +280,4 @@ func appendFloat32(b []byte, f float32) ([]byte, error) {
 		return append(b, raw...), nil
 	}
 	return strconv.AppendFloat(b, float64(f), 'f', -1, 32), nil
-}
-
-const hexDigits = "0123456789abcdef"
-
-// jsonSafe says which ASCII bytes need no escaping in a JSON string (with
-// encoding/json's HTML escaping of <, > and &).
-var jsonSafe = func() (t [utf8.RuneSelf]bool) {
-	for i := 0x20; i < utf8.RuneSelf; i++ {
-		t[i] = i != '"' && i != '\\' && i != '<' && i != '>' && i != '&'
-	}
-	return t
-}()
-
-// appendJSONString appends s as a JSON string exactly as encoding/json
-// writes it: HTML-escaped, invalid UTF-8 as \ufffd, U+2028 and U+2029
-// escaped.
-func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if jsonSafe[c] {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '\\', '"':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }

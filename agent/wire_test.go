@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/switchboard-bot/switchboard/internal/jsonlite"
 )
 
 // goOpenAIBody is the body go-openai would have sent for creq.
@@ -127,8 +129,8 @@ func FuzzAppendJSONString(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		want, _ := json.Marshal(s)
-		if got := appendJSONString(nil, s); string(got) != string(want) {
-			t.Errorf("appendJSONString(%q) = %s, encoding/json: %s", s, got, want)
+		if got := jsonlite.AppendString(nil, s); string(got) != string(want) {
+			t.Errorf("jsonlite.AppendString(%q) = %s, encoding/json: %s", s, got, want)
 		}
 	})
 }

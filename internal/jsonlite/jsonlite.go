@@ -1,7 +1,8 @@
-// Package jsonlite owns allocation-light helpers for reading JSON by hand on
-// hot paths (streamed model chunks, stored records): skipping whitespace,
-// scanning and unescaping strings, reading integers and skipping whole
-// values.
+// Package jsonlite owns allocation-light helpers for reading and writing
+// JSON by hand on hot paths (streamed model chunks, the model request, stored
+// records): skipping whitespace, scanning and unescaping strings, reading
+// integers and skipping whole values, and AppendString, which writes a string
+// exactly as encoding/json does (encode.go).
 //
 // Every helper validates what it reads exactly as encoding/json's scanner
 // does (control characters and unknown escapes in strings are errors, numbers

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/switchboard-bot/switchboard/memory"
+
+	"github.com/switchboard-bot/switchboard/internal/jsonlite"
 )
 
 // decoders runs every fast-path decoder on a value of its record type.
@@ -308,7 +310,7 @@ func FuzzDecodeToken(f *testing.F) {
 		f.Add(tok)
 	}
 	for _, s := range trickyStrings {
-		f.Add(string(appendJSONString(nil, s)))
+		f.Add(string(jsonlite.AppendString(nil, s)))
 	}
 	f.Fuzz(func(t *testing.T, tok string) {
 		for _, tmpl := range tokenTemplates {

@@ -11,6 +11,8 @@ import (
 
 	"github.com/switchboard-bot/switchboard/memory"
 	"github.com/switchboard-bot/switchboard/memory/storetest"
+
+	"github.com/switchboard-bot/switchboard/internal/jsonlite"
 )
 
 // trickyStrings are the strings escaping gets wrong first.
@@ -381,8 +383,8 @@ func FuzzCodecString(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		want, _ := json.Marshal(s)
-		if got := appendJSONString(nil, s); !bytes.Equal(got, want) {
-			t.Fatalf("appendJSONString(%q) = %s, want %s", s, got, want)
+		if got := jsonlite.AppendString(nil, s); !bytes.Equal(got, want) {
+			t.Fatalf("jsonlite.AppendString(%q) = %s, want %s", s, got, want)
 		}
 		for _, e := range encoders {
 			v := e.zero()
