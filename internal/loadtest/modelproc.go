@@ -77,8 +77,8 @@ func (mp *ModelProcess) RequestCount() int {
 	return n
 }
 
-// Close ends the child (closing its stdin, then killing it after a second)
-// and reaps it; idempotent.
+// Close ends the child (closing its stdin, then killing it if it has not
+// exited after modelExitGrace) and reaps it; idempotent.
 func (mp *ModelProcess) Close() {
 	if mp.stdin == nil {
 		return
@@ -92,7 +92,7 @@ func (mp *ModelProcess) Close() {
 	}()
 	select {
 	case <-done:
-	case <-time.After(time.Second):
+	case <-time.After(modelExitGrace):
 		_ = mp.cmd.Process.Kill()
 		<-done
 	}
@@ -100,6 +100,10 @@ func (mp *ModelProcess) Close() {
 		mp.CPU = st.UserTime() + st.SystemTime()
 	}
 }
+
+// modelExitGrace is how long Close waits for the child to exit by itself
+// (generous: a -race child on loaded cores is slow to wake).
+const modelExitGrace = 10 * time.Second
 
 // RunModelProcess is the child's side: it serves EchoModel, writes its URL
 // on stdout and returns when stdin closes.
