@@ -2,6 +2,7 @@ package memory
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -65,4 +66,54 @@ func StampAudit(in []AuditRecord, now time.Time) []AuditRecord {
 		out[i] = r
 	}
 	return out
+}
+
+// PrepareCommit checks a turn's commit for session key (a turn needs the key
+// and at least one message) and returns it with its intents prepared and its
+// audit records stamped (PrepareIntents, StampAudit), in new slices.
+func PrepareCommit(key string, c TurnCommit, now time.Time) (TurnCommit, error) {
+	if c.Turn != nil {
+		if key == "" {
+			return c, fmt.Errorf("memory: commit turn: empty session key")
+		}
+		if len(c.Turn.Messages) == 0 {
+			return c, fmt.Errorf("memory: commit turn of %s: turn has no messages", key)
+		}
+	}
+	intents, err := PrepareIntents(c.Intents, now)
+	if err != nil {
+		return c, err
+	}
+	c.Intents, c.Audit = intents, StampAudit(c.Audit, now)
+	return c, nil
+}
+
+// PrepareDelivery checks a delivery step's receipts and returns it with its
+// intents prepared and its audit records stamped, in new slices.
+func PrepareDelivery(d DeliveryRecord, now time.Time) (DeliveryRecord, error) {
+	if err := CheckReceipts(d.Receipts); err != nil {
+		return d, err
+	}
+	intents, err := PrepareIntents(d.Intents, now)
+	if err != nil {
+		return d, err
+	}
+	d.Intents, d.Audit = intents, StampAudit(d.Audit, now)
+	return d, nil
+}
+
+// NoteMatcher is SearchNotes's rule on every backend: a note matches when its
+// text contains every word of query, case-insensitively (substring match per
+// word, Go's case folding). An empty query matches every note.
+func NoteMatcher(query string) func(Note) bool {
+	words := strings.Fields(strings.ToLower(query))
+	return func(n Note) bool {
+		text := strings.ToLower(n.Text)
+		for _, w := range words {
+			if !strings.Contains(text, w) {
+				return false
+			}
+		}
+		return true
+	}
 }

@@ -2,7 +2,6 @@ package bolt
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/switchboard-bot/switchboard/memory"
 
@@ -14,20 +13,12 @@ import (
 // through the batch path, so concurrent sessions share one fsync.
 func (s *Store) CommitTurn(ctx context.Context, key string, c memory.TurnCommit) ([]uint64, error) {
 	op := func() string { return "commit turn of " + key }
-	if c.Turn != nil {
-		if key == "" {
-			return nil, errEmptyKey("commit turn")
-		}
-		if len(c.Turn.Messages) == 0 {
-			return nil, fmt.Errorf("memory: %s: turn has no messages", op())
-		}
-	}
 	now := s.now()
-	intents, err := memory.PrepareIntents(c.Intents, now)
+	c, err := memory.PrepareCommit(key, c, now)
 	if err != nil {
 		return nil, err
 	}
-	audit := memory.StampAudit(c.Audit, now)
+	intents, audit := c.Intents, c.Audit
 	var ids []uint64
 	err = s.batchOp(ctx, op, func(tx *bbolt.Tx) error {
 		ids = ids[:0]
@@ -56,14 +47,11 @@ func (s *Store) CommitTurn(ctx context.Context, key string, c memory.TurnCommit)
 // records and finished inbox items in one transaction (memory.Lifecycle).
 func (s *Store) RecordDelivery(ctx context.Context, d memory.DeliveryRecord) ([]uint64, error) {
 	now := s.now()
-	if err := memory.CheckReceipts(d.Receipts); err != nil {
-		return nil, err
-	}
-	intents, err := memory.PrepareIntents(d.Intents, now)
+	d, err := memory.PrepareDelivery(d, now)
 	if err != nil {
 		return nil, err
 	}
-	audit := memory.StampAudit(d.Audit, now)
+	intents, audit := d.Intents, d.Audit
 	var ids []uint64
 	err = s.batch(ctx, "record delivery", func(tx *bbolt.Tx) error {
 		ids = ids[:0]

@@ -15,25 +15,18 @@ import (
 // commit with an invalid intent writes nothing.
 func (s *Store) CommitTurn(ctx context.Context, key string, c memory.TurnCommit) ([]uint64, error) {
 	op := "commit turn of " + key
+	now := s.now()
+	c, err := memory.PrepareCommit(key, c, now)
+	if err != nil {
+		return nil, err
+	}
+	intents, audit := c.Intents, c.Audit
 	var msgs []byte
 	if c.Turn != nil {
-		if key == "" {
-			return nil, errEmptyKey("commit turn")
-		}
-		if len(c.Turn.Messages) == 0 {
-			return nil, fmt.Errorf("memory: %s: turn has no messages", op)
-		}
-		var err error
 		if msgs, err = json.Marshal(c.Turn.Messages); err != nil {
 			return nil, fmt.Errorf("memory: %s: encode messages: %w", op, err)
 		}
 	}
-	now := s.now()
-	intents, err := memory.PrepareIntents(c.Intents, now)
-	if err != nil {
-		return nil, err
-	}
-	audit := memory.StampAudit(c.Audit, now)
 	var out []uint64
 	err = s.tx(ctx, op, func(tx pgx.Tx) error {
 		out = nil
@@ -62,14 +55,11 @@ func (s *Store) CommitTurn(ctx context.Context, key string, c memory.TurnCommit)
 // a receipt for an unknown intent is ErrNotFound and nothing is written.
 func (s *Store) RecordDelivery(ctx context.Context, d memory.DeliveryRecord) ([]uint64, error) {
 	now := s.now()
-	if err := memory.CheckReceipts(d.Receipts); err != nil {
-		return nil, err
-	}
-	intents, err := memory.PrepareIntents(d.Intents, now)
+	d, err := memory.PrepareDelivery(d, now)
 	if err != nil {
 		return nil, err
 	}
-	audit := memory.StampAudit(d.Audit, now)
+	intents, audit := d.Intents, d.Audit
 	var out []uint64
 	err = s.tx(ctx, "record delivery", func(tx pgx.Tx) error {
 		out = nil

@@ -44,16 +44,7 @@ func (s *Store) ListNotes(ctx context.Context, scope string) ([]memory.Note, err
 // query, case-insensitively (substring match per word, Go's case folding as
 // in every backend), oldest first. An empty query matches every note.
 func (s *Store) SearchNotes(ctx context.Context, scope, query string) ([]memory.Note, error) {
-	words := strings.Fields(strings.ToLower(query))
-	return s.notes(ctx, "search notes of "+scope, scope, func(n memory.Note) bool {
-		text := strings.ToLower(n.Text)
-		for _, w := range words {
-			if !strings.Contains(text, w) {
-				return false
-			}
-		}
-		return true
-	})
+	return s.notes(ctx, "search notes of "+scope, scope, memory.NoteMatcher(query))
 }
 
 func (s *Store) notes(ctx context.Context, op, scope string, keep func(memory.Note) bool) ([]memory.Note, error) {

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/switchboard-bot/switchboard/memory"
@@ -86,6 +87,21 @@ func (h harness) testLifecycleChunksAndAtomicity(t *testing.T) {
 	if _, err := s.CommitTurn(ctx, "discord:9", bad); err == nil {
 		t.Fatal("CommitTurn with an invalid intent status succeeded")
 	}
+	// A turn needs a session key and messages; a bad receipt status is refused.
+	refused := []struct {
+		what string
+		err  error
+		want string
+	}{
+		{"no key", commitErr(s.CommitTurn(ctx, "", memory.TurnCommit{Turn: &turn})), "empty session key"},
+		{"no messages", commitErr(s.CommitTurn(ctx, "discord:9", memory.TurnCommit{Turn: &memory.Turn{ID: "in-9"}})), "turn has no messages"},
+		{"bad receipt", commitErr(s.RecordDelivery(ctx, memory.DeliveryRecord{Receipts: []memory.Receipt{{ID: 1, Status: "sent"}}})), `invalid status "sent"`},
+	}
+	for _, r := range refused {
+		if r.err == nil || !strings.Contains(r.err.Error(), r.want) {
+			t.Errorf("%s: %v, want an error saying %q", r.what, r.err, r.want)
+		}
+	}
 	if hist, _ := s.LoadHistory(ctx, "discord:9", 0); len(hist) != 0 {
 		t.Fatalf("a refused commit left history %+v", hist)
 	}
@@ -121,3 +137,5 @@ func (h harness) testLifecycleChunksAndAtomicity(t *testing.T) {
 		t.Fatalf("inbox after a turnless commit = %+v, want empty", pending)
 	}
 }
+
+func commitErr(_ []uint64, err error) error { return err }
