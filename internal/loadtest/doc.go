@@ -16,12 +16,19 @@
 // Design decisions:
 //   - The daemon is a child process (the real binary) so RSS is the daemon's
 //     alone; fakes, drivers and bookkeeping stay in the harness process.
-//   - Reply detection is a reverse-proxy "tap" in front of each fake's REST
-//     API: every user message carries a unique token (q<chat>x<seq>z) that the
-//     echo model repeats, and the tap timestamps the first successful platform
-//     call (send or edit) whose body carries it. This times the platform
-//     call, not a poll of the fake's state, and counts duplicates (a token in
-//     more than one newly created message) as a side effect.
+//   - Reply detection is a "tap" inside each fake's HTTP server (a handler
+//     wrapper, the fakes' Wrap option): every user message carries a unique
+//     token (q<chat>x<seq>z) that the echo model repeats, and the tap
+//     timestamps the first successful platform call (send or edit) whose body
+//     carries it. This times the platform call, not a poll of the fake's
+//     state, and counts duplicates (a token in more than one newly created
+//     message) as a side effect. It was a reverse proxy in front of each
+//     fake: a second HTTP hop per call, in the process that shares the
+//     machine's cores with the daemon.
+//   - The harness process is kept cheap so the end-to-end figure measures the
+//     daemon: the fakes do their platform's work (Discord's zlib payloads,
+//     Slack's envelopes) without per-event allocations that cost more than
+//     the work, and cmd/loadtest runs with a higher GOGC (-harness-gogc).
 //   - Chats are closed loops (each sends its next message once the previous
 //     one was answered), so N chats means N conversations in flight.
 //   - Figures are reported, never asserted as wall-clock limits; the tests

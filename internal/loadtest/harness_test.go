@@ -204,20 +204,16 @@ func TestMappingsOfThisProcess(t *testing.T) {
 // id the platform answered (a Discord nonce hit returns the same message).
 func TestTapCountsDistinctPlatformMessages(t *testing.T) {
 	next := 0
-	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	tap := newTap(discordSend, discordID)
+	backend := httptest.NewServer(tap.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Query().Get("same") == "" {
 			next++
 		}
 		fmt.Fprintf(w, `{"id":"%d","content":"x"}`, 1000+next)
-	}))
+	})))
 	defer backend.Close()
-	tap, err := newTap(backend.URL, discordSend, firstGroup(discordIDRE))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tap.Close()
 	post := func(path, body string) {
-		resp, err := http.Post(tap.URL()+path, "application/json", strings.NewReader(body))
+		resp, err := http.Post(backend.URL+path, "application/json", strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -40,7 +40,9 @@ type ModelOptions struct {
 	Lean bool
 }
 
-// Platforms are the fakes and their taps, all in this process.
+// Platforms are the fakes and their taps, all in this process. A tap
+// watches the bot's calls from inside its fake's server (the fakes' Wrap
+// option), so the daemon talks to the fakes directly.
 type Platforms struct {
 	LLM      *fakellm.Server // nil with ModelOptions.Lean
 	Echo     *EchoModel      // with ModelOptions.Lean
@@ -54,7 +56,7 @@ type Platforms struct {
 	waiters map[string]chan time.Time
 }
 
-// StartPlatforms starts the fake model and the three fake platforms behind
+// StartPlatforms starts the fake model and the three fake platforms with
 // their taps. Close releases them.
 func StartPlatforms(m ModelOptions) (*Platforms, error) {
 	resp := m.Responder
@@ -73,26 +75,18 @@ func StartPlatforms(m ModelOptions) (*Platforms, error) {
 	} else {
 		p.LLM = fakellm.New(resp)
 	}
-	p.Telegram = faketelegram.Start(faketelegram.Options{Token: TelegramToken})
-	p.Discord = fakediscord.New(fakediscord.Options{Token: DiscordToken})
-	p.Slack = fakeslack.Start(fakeslack.Options{BotToken: SlackBotToken, AppToken: SlackAppToken})
-	var err error
-	if p.TelegramTap, err = newTap(p.Telegram.URL(), telegramSend, firstGroup(telegramIDRE)); err != nil {
-		p.Close()
-		return nil, err
-	}
-	if p.DiscordTap, err = newTap(p.Discord.URL(), discordSend, firstGroup(discordIDRE)); err != nil {
-		p.Close()
-		return nil, err
-	}
-	slackRoot := strings.TrimSuffix(p.Slack.APIURL(), "api/")
-	if p.SlackTap, err = newTap(strings.TrimSuffix(slackRoot, "/"), slackSend, firstGroup(slackIDRE)); err != nil {
-		p.Close()
-		return nil, err
-	}
+	p.TelegramTap = newTap(telegramSend, telegramID)
+	p.DiscordTap = newTap(discordSend, discordID)
+	p.SlackTap = newTap(slackSend, slackID)
 	for _, t := range []*Tap{p.TelegramTap, p.DiscordTap, p.SlackTap} {
 		t.onSight = p.sighted
 	}
+	p.Telegram = faketelegram.Start(faketelegram.Options{Token: TelegramToken, Wrap: p.TelegramTap.Wrap})
+	p.Discord = fakediscord.New(fakediscord.Options{Token: DiscordToken, Wrap: p.DiscordTap.Wrap})
+	p.Slack = fakeslack.Start(fakeslack.Options{BotToken: SlackBotToken, AppToken: SlackAppToken, Wrap: p.SlackTap.Wrap})
+	p.TelegramTap.url = p.Telegram.URL()
+	p.DiscordTap.url = p.Discord.URL()
+	p.SlackTap.url = strings.TrimSuffix(strings.TrimSuffix(p.Slack.APIURL(), "api/"), "/")
 	return p, nil
 }
 
@@ -112,13 +106,8 @@ func (p *Platforms) ModelRequests() int {
 	return p.LLM.RequestCount()
 }
 
-// Close stops every fake and tap; safe on a partly started set.
+// Close stops every fake; safe on a partly started set.
 func (p *Platforms) Close() {
-	for _, t := range []*Tap{p.TelegramTap, p.DiscordTap, p.SlackTap} {
-		if t != nil {
-			t.Close()
-		}
-	}
 	if p.Telegram != nil {
 		p.Telegram.Close()
 	}

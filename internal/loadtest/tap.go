@@ -6,10 +6,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -56,54 +54,42 @@ type Sighting struct {
 	ids     map[string]bool
 }
 
-// Tap is a reverse proxy in front of a fake platform's HTTP API that records,
-// per token, when a successful bot message call first carried it. A Tap is
+// Tap watches a fake platform's HTTP API from inside the fake's own server
+// (its Wrap option): it records, per token, when a successful bot message
+// call first carried it. It used to be a reverse proxy in front of the
+// fake; as a handler wrapper a send is one HTTP hop, as in production, and
+// the harness's own CPU goes to the fakes rather than to proxying. A Tap is
 // safe for concurrent use.
 type Tap struct {
-	srv     *httptest.Server
-	proxy   *httputil.ReverseProxy
+	url     string // the fake's base URL, set once the fake listens
 	isSend  func(*http.Request) (create, ok bool)
 	idOf    func(resp []byte) string
 	onSight func(tok string, at time.Time)
 
 	mu    sync.Mutex
 	seen  map[string]*Sighting
-	polls map[*http.Request]context.CancelFunc // in-flight long polls (DropLongPolls)
+	polls map[*http.Request]context.CancelCauseFunc // in-flight long polls (DropLongPolls)
 }
 
-// newTap proxies to target (scheme://host:port). isSend classifies a request
-// as a bot message call: ok = it is one, create = it makes a new message
-// (rather than editing one).
-func newTap(target string, isSend func(*http.Request) (create, ok bool), idOf func([]byte) string) (*Tap, error) {
-	u, err := url.Parse(target)
-	if err != nil {
-		return nil, err
-	}
-	t := &Tap{isSend: isSend, idOf: idOf, seen: map[string]*Sighting{}, polls: map[*http.Request]context.CancelFunc{}}
-	t.proxy = httputil.NewSingleHostReverseProxy(u)
-	t.proxy.Transport = &http.Transport{MaxIdleConnsPerHost: 512, IdleConnTimeout: 30 * time.Second}
-	t.proxy.FlushInterval = -1 // long polls and streams pass through unbuffered
-	t.proxy.ErrorHandler = func(w http.ResponseWriter, r *http.Request, _ error) {
-		if errors.Is(context.Cause(r.Context()), errDropped) {
-			panic(http.ErrAbortHandler) // DropLongPolls: the client sees the connection break
-		}
-		w.WriteHeader(http.StatusBadGateway) // the daemon went away mid-call (kills, shutdown)
-	}
-	t.srv = httptest.NewServer(http.HandlerFunc(t.serve))
-	return t, nil
+// newTap returns a tap for a fake whose handler is wrapped with Wrap.
+// isSend classifies a request as a bot message call: ok = it is one,
+// create = it makes a new message (rather than editing one); idOf reads the
+// message id from the answer to a create.
+func newTap(isSend func(*http.Request) (create, ok bool), idOf func([]byte) string) *Tap {
+	return &Tap{isSend: isSend, idOf: idOf, seen: map[string]*Sighting{}, polls: map[*http.Request]context.CancelCauseFunc{}}
 }
 
-// URL is the proxy's base URL (scheme://127.0.0.1:port).
-func (t *Tap) URL() string { return t.srv.URL }
+// URL is the base URL of the fake the tap watches (scheme://127.0.0.1:port).
+func (t *Tap) URL() string { return t.url }
 
-// Close stops the proxy.
-func (t *Tap) Close() {
-	t.srv.CloseClientConnections()
-	t.srv.Close()
+// Wrap is the fake's Options.Wrap: next is the fake's own handler.
+func (t *Tap) Wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { t.serve(next, w, r) })
 }
 
-// sendRecorder buffers the answer to a send call (a small JSON object) so
-// the tap can record it before the client sees it.
+// sendRecorder buffers the answer to a send call or a long poll (a small
+// JSON object, written at once) so the tap can look at it, or drop it,
+// before the client sees it.
 type sendRecorder struct {
 	header http.Header
 	status int
@@ -133,33 +119,51 @@ func (t *Tap) DropLongPolls() int {
 	n := len(t.polls)
 	for r, cancel := range t.polls {
 		delete(t.polls, r)
-		cancel()
+		cancel(errDropped)
 	}
 	return n
 }
 
-func (t *Tap) serve(w http.ResponseWriter, r *http.Request) {
+func (t *Tap) serve(next http.Handler, w http.ResponseWriter, r *http.Request) {
 	create, send := t.isSend(r)
-	if !send {
-		if strings.HasSuffix(r.URL.Path, "/getUpdates") {
-			ctx, cancel := context.WithCancelCause(r.Context())
-			r = r.WithContext(ctx)
-			t.mu.Lock()
-			t.polls[r] = func() { cancel(errDropped) }
-			t.mu.Unlock()
-			defer func() {
-				t.mu.Lock()
-				delete(t.polls, r)
-				t.mu.Unlock()
-				cancel(nil)
-			}()
-		}
-		t.proxy.ServeHTTP(w, r)
-		return
+	switch {
+	case send:
+		t.serveSend(next, w, r, create)
+	case strings.HasSuffix(r.URL.Path, "/getUpdates"):
+		t.serveLongPoll(next, w, r)
+	default:
+		next.ServeHTTP(w, r)
 	}
+}
+
+// serveLongPoll runs a getUpdates call that DropLongPolls can break: its
+// context is cancelled, and whatever the fake answers then is thrown away
+// and the connection closed without an answer.
+func (t *Tap) serveLongPoll(next http.Handler, w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithCancelCause(r.Context())
+	r = r.WithContext(ctx)
+	t.mu.Lock()
+	t.polls[r] = cancel
+	t.mu.Unlock()
+	defer func() {
+		t.mu.Lock()
+		delete(t.polls, r)
+		t.mu.Unlock()
+		cancel(nil)
+	}()
+	rec := &sendRecorder{header: http.Header{}, status: http.StatusOK}
+	next.ServeHTTP(rec, r)
+	if errors.Is(context.Cause(ctx), errDropped) {
+		panic(http.ErrAbortHandler) // the client sees the connection break
+	}
+	rec.flushTo(w)
+}
+
+// serveSend runs a bot message call and records the tokens it carried.
+func (t *Tap) serveSend(next http.Handler, w http.ResponseWriter, r *http.Request, create bool) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadGateway)
+		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
@@ -168,7 +172,7 @@ func (t *Tap) serve(w http.ResponseWriter, r *http.Request) {
 	// flake of TestTapCountsDistinctPlatformMessages: recording after the
 	// answer had gone out raced the test's next look).
 	rec := &sendRecorder{header: http.Header{}, status: http.StatusOK}
-	t.proxy.ServeHTTP(rec, r)
+	next.ServeHTTP(rec, r)
 	defer rec.flushTo(w)
 	if rec.status/100 != 2 {
 		return
@@ -180,22 +184,28 @@ func (t *Tap) serve(w http.ResponseWriter, r *http.Request) {
 	if len(toks) == 0 {
 		return
 	}
+	var id string
+	if create {
+		id = t.idOf(rec.body.Bytes())
+	}
 	now := time.Now()
 	t.mu.Lock()
 	var fresh []string
 	for _, tok := range toks {
 		s := t.seen[tok]
 		if s == nil {
-			s = &Sighting{First: now, ids: map[string]bool{}}
+			s = &Sighting{First: now}
 			t.seen[tok] = s
 			fresh = append(fresh, tok)
 		}
 		if create {
-			id := t.idOf(rec.body.Bytes())
 			if id == "" || !s.ids[id] {
 				s.Creates++
 			}
 			if id != "" {
+				if s.ids == nil {
+					s.ids = map[string]bool{}
+				}
 				s.ids[id] = true
 			}
 		}
@@ -209,21 +219,45 @@ func (t *Tap) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// tokensIn returns the distinct tokens in body (matches of tokenRE, found
+// by hand: this runs on every send of a load run).
 func tokensIn(body []byte) []string {
-	all := tokenRE.FindAll(body, -1)
-	if len(all) == 0 {
-		return nil
-	}
-	out := make([]string, 0, len(all))
-	seen := make(map[string]bool, len(all))
-	for _, b := range all {
-		s := string(b)
-		if !seen[s] {
-			seen[s] = true
-			out = append(out, s)
+	var out []string
+	for i := 0; i < len(body); i++ {
+		if body[i] != 'q' {
+			continue
 		}
+		end, ok := tokenAt(body, i)
+		if !ok {
+			continue
+		}
+		if tok := string(body[i:end]); !slices.Contains(out, tok) {
+			out = append(out, tok)
+		}
+		i = end - 1
 	}
 	return out
+}
+
+// tokenAt reports whether a token (q<digits>x<digits>z) starts at body[i],
+// and where it ends.
+func tokenAt(body []byte, i int) (end int, ok bool) {
+	j := digitsEnd(body, i+1)
+	if j == i+1 || j >= len(body) || body[j] != 'x' {
+		return 0, false
+	}
+	k := digitsEnd(body, j+1)
+	if k == j+1 || k >= len(body) || body[k] != 'z' {
+		return 0, false
+	}
+	return k + 1, true
+}
+
+func digitsEnd(b []byte, i int) int {
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	return i
 }
 
 // Sightings returns a copy of what the tap saw.
@@ -274,19 +308,46 @@ func slackSend(r *http.Request) (bool, bool) {
 	return false, false
 }
 
-// Message ids in the platforms' answers to a create call.
-var (
-	telegramIDRE = regexp.MustCompile(`"message_id":\s*([0-9]+)`)
-	discordIDRE  = regexp.MustCompile(`^\s*\{\s*"id":\s*"([0-9]+)"`)
-	slackIDRE    = regexp.MustCompile(`"ts":\s*"([0-9.]+)"`)
-)
+// Message ids in the platforms' answers to a create call (Telegram's
+// "message_id": N, Discord's message object, which starts with its "id",
+// Slack's first "ts"), read without regexps.
 
-func firstGroup(re *regexp.Regexp) func([]byte) string {
-	return func(b []byte) string {
-		m := re.FindSubmatch(b)
-		if m == nil {
-			return ""
-		}
-		return string(m[1])
+func telegramID(b []byte) string { return valueAfter(b, `"message_id":`) }
+
+func discordID(b []byte) string {
+	b = bytes.TrimLeft(b, jsonSpace)
+	if len(b) == 0 || b[0] != '{' {
+		return ""
 	}
+	b = bytes.TrimLeft(b[1:], jsonSpace)
+	if !bytes.HasPrefix(b, []byte(`"id":`)) {
+		return ""
+	}
+	return valueAfter(b, `"id":`)
+}
+
+func slackID(b []byte) string { return valueAfter(b, `"ts":`) }
+
+const jsonSpace = " \t\n\r\f"
+
+// valueAfter returns the number after the first key in b (quoted or not:
+// digits and dots), or "" when there is none.
+func valueAfter(b []byte, key string) string {
+	i := bytes.Index(b, []byte(key))
+	if i < 0 {
+		return ""
+	}
+	b = bytes.TrimLeft(b[i+len(key):], jsonSpace)
+	quoted := len(b) > 0 && b[0] == '"'
+	if quoted {
+		b = b[1:]
+	}
+	n := 0
+	for n < len(b) && (b[n] >= '0' && b[n] <= '9' || b[n] == '.' && quoted) {
+		n++
+	}
+	if n == 0 || quoted && (n == len(b) || b[n] != '"') {
+		return ""
+	}
+	return string(b[:n])
 }

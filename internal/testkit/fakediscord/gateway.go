@@ -62,7 +62,7 @@ func (sess *session) onShard(guild string) bool {
 
 type outFrame struct {
 	data      []byte
-	binary    bool
+	compress  bool // sent zlib-compressed in a binary frame (by the writer, off s.mu)
 	close     bool
 	closeCode int
 	closeText string
@@ -72,6 +72,8 @@ type gwConn struct {
 	s    *Server
 	ws   *websocket.Conn
 	sess *session // guarded by s.mu
+
+	z payloadCompressor // the writer's
 
 	qmu     sync.Mutex
 	qcond   *sync.Cond
@@ -122,8 +124,8 @@ func (c *gwConn) writer() {
 			_ = c.ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(f.closeCode, f.closeText))
 			c.kill()
 			return
-		case f.binary:
-			err = c.ws.WriteMessage(websocket.BinaryMessage, f.data)
+		case f.compress:
+			err = c.ws.WriteMessage(websocket.BinaryMessage, c.z.compress(f.data))
 		default:
 			err = c.ws.WriteMessage(websocket.TextMessage, f.data)
 		}
@@ -150,14 +152,7 @@ func (c *gwConn) sendOp(op int, d any) {
 }
 
 func (c *gwConn) sendEvent(e event, compress bool) {
-	t := e.t
-	seq := e.seq
-	b, _ := json.Marshal(gatewayPayload{Op: opDispatch, D: e.d, S: &seq, T: &t})
-	if compress {
-		c.enqueue(outFrame{data: compressPayload(b), binary: true})
-		return
-	}
-	c.enqueue(outFrame{data: b})
+	c.enqueue(outFrame{data: dispatchFrame(e), compress: compress})
 }
 
 func (c *gwConn) closeWith(code int, text string) {

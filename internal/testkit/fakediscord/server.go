@@ -23,8 +23,6 @@
 package fakediscord
 
 import (
-	"bytes"
-	"compress/zlib"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -60,6 +58,10 @@ type Options struct {
 	HeartbeatInterval time.Duration
 	// Logger receives debug logs (nil: discard).
 	Logger *slog.Logger
+	// Wrap, when set, wraps the fake's HTTP handler (REST, attachments and
+	// the gateway upgrade): a load harness's tap watches the bot's calls
+	// inside the fake's own server instead of as a second HTTP hop.
+	Wrap func(http.Handler) http.Handler
 }
 
 type channelRec struct {
@@ -155,11 +157,15 @@ func New(opts Options) *Server {
 		writeError(w, http.StatusNotFound, 0, "404: Not Found")
 	})
 
+	var h http.Handler = mux
+	if opts.Wrap != nil {
+		h = opts.Wrap(mux)
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		panic(fmt.Sprintf("fakediscord: listen: %v", err))
 	}
-	s.srv = &httptest.Server{Listener: l, Config: &http.Server{Handler: mux}}
+	s.srv = &httptest.Server{Listener: l, Config: &http.Server{Handler: h}}
 	s.srv.Start()
 	return s
 }
@@ -542,12 +548,4 @@ func snowflakeLess(a, b string) bool {
 		return len(a) < len(b)
 	}
 	return a < b
-}
-
-func compressPayload(b []byte) []byte {
-	var buf bytes.Buffer
-	zw := zlib.NewWriter(&buf)
-	_, _ = zw.Write(b)
-	_ = zw.Close()
-	return buf.Bytes()
 }

@@ -77,6 +77,11 @@ type Options struct {
 	// event carrying the bot's user and bot_id, as Slack delivers a bot's own
 	// posts to apps subscribed to message events.
 	EchoBotMessages bool
+	// Wrap, when set, wraps each of the fake's HTTP handlers (Web API,
+	// files, the Socket Mode upgrade): a load harness's tap watches the
+	// bot's calls inside the fake's own server instead of as a second HTTP
+	// hop.
+	Wrap func(http.Handler) http.Handler
 }
 
 // Post is one recorded chat.postMessage or chat.update call.
@@ -219,19 +224,25 @@ func Start(opts Options) *Server {
 		conns:     map[int]*wsConn{},
 		envelopes: map[string]*envelope{},
 	}
+	wrap := func(h http.HandlerFunc) http.HandlerFunc {
+		if opts.Wrap == nil {
+			return h
+		}
+		return opts.Wrap(h).ServeHTTP
+	}
 	s.ts = slacktest.NewTestServer(func(c slacktest.Customize) {
-		c.Handle("/api/auth.test", s.handleAuthTest)
-		c.Handle("/api/apps.connections.open", s.handleConnectionsOpen)
-		c.Handle("/api/chat.postMessage", s.handlePostMessage)
-		c.Handle("/api/chat.update", s.handleUpdate)
-		c.Handle("/api/assistant.threads.setStatus", s.handleSetStatus)
-		c.Handle("/api/users.info", s.handleUsersInfo)
-		c.Handle("/api/conversations.history", s.handleHistory)
-		c.Handle("/api/conversations.replies", s.handleHistory)
-		c.Handle("/api/", s.handleUnknownMethod)
-		c.Handle("/files-pri/", s.handleFile)
-		c.Handle("/signin", s.handleSignin)
-		c.Handle("/ws", s.handleWS)
+		c.Handle("/api/auth.test", wrap(s.handleAuthTest))
+		c.Handle("/api/apps.connections.open", wrap(s.handleConnectionsOpen))
+		c.Handle("/api/chat.postMessage", wrap(s.handlePostMessage))
+		c.Handle("/api/chat.update", wrap(s.handleUpdate))
+		c.Handle("/api/assistant.threads.setStatus", wrap(s.handleSetStatus))
+		c.Handle("/api/users.info", wrap(s.handleUsersInfo))
+		c.Handle("/api/conversations.history", wrap(s.handleHistory))
+		c.Handle("/api/conversations.replies", wrap(s.handleHistory))
+		c.Handle("/api/", wrap(s.handleUnknownMethod))
+		c.Handle("/files-pri/", wrap(s.handleFile))
+		c.Handle("/signin", wrap(s.handleSignin))
+		c.Handle("/ws", wrap(s.handleWS))
 	})
 	s.ts.BotID = opts.BotUserID
 	s.ts.Start()

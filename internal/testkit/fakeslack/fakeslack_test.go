@@ -1,7 +1,9 @@
 package fakeslack
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"testing"
 	"time"
@@ -71,6 +73,39 @@ func TestSocketModeClientAgainstFake(t *testing.T) {
 			}
 		case <-deadline:
 			t.Fatal("no events_api envelope")
+		}
+	}
+}
+
+// TestFramesAreTheBytesOfTheirMaps: the envelope and event_callback structs
+// marshal to exactly the bytes of the maps Slack's shapes were first written
+// as (json.Marshal sorts map keys), so the client reads what it always did.
+func TestFramesAreTheBytesOfTheirMaps(t *testing.T) {
+	event := Message{Channel: "DU1", ChannelType: "im", User: "U1", Text: "hi <@UBOT0001> & q1x2z", TS: "1700000000.000001"}.Event()
+	payload, _ := json.Marshal(map[string]any{
+		"token": "fake-verification-token", "team_id": "T1", "api_app_id": "A1", "event": event,
+		"type": "event_callback", "event_id": "Ev00000001", "event_time": 1700000000, "event_context": "4-fake",
+		"authorizations": []map[string]any{{"team_id": "T1", "user_id": "UBOT", "is_bot": true}},
+	})
+	for _, c := range []struct {
+		name       string
+		got        any
+		wantSource any
+	}{
+		{"event_callback", eventCallback{Token: "fake-verification-token", TeamID: "T1", APIAppID: "A1", Event: event,
+			Type: "event_callback", EventID: "Ev00000001", EventTime: 1700000000, EventContext: "4-fake",
+			Authorizations: []authorization{{TeamID: "T1", UserID: "UBOT", IsBot: true}}}, json.RawMessage(payload)},
+		{"envelope", envelopeFrame{EnvelopeID: "env-000002", Type: "events_api", Payload: payload},
+			map[string]any{"envelope_id": "env-000002", "type": "events_api", "accepts_response_payload": false,
+				"retry_attempt": 0, "retry_reason": "", "payload": json.RawMessage(payload)}},
+		{"redelivery", envelopeFrame{EnvelopeID: "env-000003", Type: "events_api", Payload: payload, RetryAttempt: 1, RetryReason: "timeout"},
+			map[string]any{"envelope_id": "env-000003", "type": "events_api", "accepts_response_payload": false,
+				"retry_attempt": 1, "retry_reason": "timeout", "payload": json.RawMessage(payload)}},
+	} {
+		got, err1 := json.Marshal(c.got)
+		want, err2 := json.Marshal(c.wantSource)
+		if err1 != nil || err2 != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s:\n got %s\nwant %s (%v %v)", c.name, got, want, err1, err2)
 		}
 	}
 }

@@ -169,16 +169,9 @@ func (s *Server) deliver(e *envelope) {
 		return
 	}
 	s.mu.Unlock()
-	frame := map[string]any{
-		"envelope_id":              e.id,
-		"type":                     "events_api",
-		"accepts_response_payload": false,
-		"retry_attempt":            e.attempt,
-		"retry_reason":             "",
-		"payload":                  e.event,
-	}
+	frame := envelopeFrame{EnvelopeID: e.id, Type: "events_api", RetryAttempt: e.attempt, Payload: e.event}
 	if e.attempt > 0 {
-		frame["retry_reason"] = "timeout"
+		frame.RetryReason = "timeout"
 	}
 	if err := s.write(c, frame); err != nil {
 		// A connection that cannot be written to is gone (its client died):
@@ -199,6 +192,40 @@ func (s *Server) deliver(e *envelope) {
 	s.mu.Unlock()
 }
 
+// The frames the fake writes for every event are structs rather than maps
+// (a map is sorted and reflected key by key on every marshal); their fields
+// are in the order json.Marshal writes a map's keys, so the bytes on the
+// wire are those the maps made.
+
+// envelopeFrame is a Socket Mode events_api envelope.
+type envelopeFrame struct {
+	AcceptsResponsePayload bool            `json:"accepts_response_payload"`
+	EnvelopeID             string          `json:"envelope_id"`
+	Payload                json.RawMessage `json:"payload"`
+	RetryAttempt           int             `json:"retry_attempt"`
+	RetryReason            string          `json:"retry_reason"`
+	Type                   string          `json:"type"`
+}
+
+// eventCallback is the Events API event_callback payload.
+type eventCallback struct {
+	APIAppID       string          `json:"api_app_id"`
+	Authorizations []authorization `json:"authorizations"`
+	Event          any             `json:"event"`
+	EventContext   string          `json:"event_context"`
+	EventID        string          `json:"event_id"`
+	EventTime      int64           `json:"event_time"`
+	TeamID         string          `json:"team_id"`
+	Token          string          `json:"token"`
+	Type           string          `json:"type"`
+}
+
+type authorization struct {
+	IsBot  bool   `json:"is_bot"`
+	TeamID string `json:"team_id"`
+	UserID string `json:"user_id"`
+}
+
 // EventCallback wraps an inner event in the Events API event_callback payload
 // (the body of an HTTP request, the payload of a Socket Mode envelope) and
 // returns it with its event_id.
@@ -207,16 +234,16 @@ func (s *Server) EventCallback(event any) (body []byte, eventID string) {
 	s.seq++
 	eventID = fmt.Sprintf("Ev%08d", s.seq)
 	s.mu.Unlock()
-	payload := map[string]any{
-		"token":          "fake-verification-token",
-		"team_id":        s.opts.TeamID,
-		"api_app_id":     s.opts.AppID,
-		"event":          event,
-		"type":           "event_callback",
-		"event_id":       eventID,
-		"event_time":     1700000000,
-		"event_context":  "4-fake",
-		"authorizations": []map[string]any{{"team_id": s.opts.TeamID, "user_id": s.opts.BotUserID, "is_bot": true}},
+	payload := eventCallback{
+		Token:          "fake-verification-token",
+		TeamID:         s.opts.TeamID,
+		APIAppID:       s.opts.AppID,
+		Event:          event,
+		Type:           "event_callback",
+		EventID:        eventID,
+		EventTime:      1700000000,
+		EventContext:   "4-fake",
+		Authorizations: []authorization{{TeamID: s.opts.TeamID, UserID: s.opts.BotUserID, IsBot: true}},
 	}
 	b, err := json.Marshal(payload)
 	if err != nil {

@@ -53,6 +53,10 @@ type Options struct {
 	BotUsername  string           // default "switchboard_bot"
 	BotFirstName string           // default "Switchboard"
 	Now          func() time.Time // message dates; default time.Now
+	// Wrap, when set, wraps the fake's HTTP handler: a load harness's tap
+	// watches the bot's calls inside the fake's own server instead of as a
+	// second HTTP hop.
+	Wrap func(http.Handler) http.Handler
 }
 
 // Request is one API call the server received, with its fields decoded to
@@ -197,7 +201,11 @@ func Start(opts Options) *Server {
 		migrated:     map[int64]int64{},
 		blocked:      map[int64]bool{},
 	}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
+	var h http.Handler = http.HandlerFunc(s.serveHTTP)
+	if opts.Wrap != nil {
+		h = opts.Wrap(h)
+	}
+	s.srv = httptest.NewServer(h)
 	return s
 }
 

@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"time"
 
@@ -39,7 +40,10 @@ func main() {
 	idle := flag.Bool("idle", false, "measure the idle daemon only (boot, RSS by mapping), no messages")
 	settle := flag.Duration("idle-settle", 500*time.Millisecond, "wait after /readyz before sampling idle RSS")
 	cpuProfile := flag.String("cpuprofile", "", "write the harness process's CPU profile (fakes, taps, drivers) here")
+	harnessGC := flag.Int("harness-gogc", 400, "GOGC of this harness process only (fakes, taps, drivers; the daemon's is -gogc): "+
+		"its heap is small, and collecting it less often leaves more of the shared cores to the daemon; -1 turns its GC off")
 	flag.Parse()
+	debug.SetGCPercent(*harnessGC)
 	pls, err := loadtest.ParsePlatforms(*platforms)
 	if err != nil {
 		fail(err)
