@@ -61,6 +61,12 @@ type Options struct {
 	// WatchDebounce groups file events (default 250ms).
 	WatchDebounce time.Duration
 	Now           func() time.Time
+	// ReleaseIdleMemory hands the executable's start-up pages back once every
+	// channel has connected, and memory again whenever the daemon was idle for
+	// IdleTrimEvery (default 30s; pagetrim.go). The switchboard command sets it.
+	ReleaseIdleMemory bool
+	IdleTrimEvery     time.Duration
+	OnMemoryRelease   func() // tests: told of each release
 }
 
 // Daemon is a running Switchboard.
@@ -241,6 +247,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	d.log.Info("switchboard is running", "channels", d.channelNames(), "listen", d.addrString(), "model", d.config().LLM.Model)
 	close(d.ready)
+	if d.opts.ReleaseIdleMemory {
+		background.Go(func() { d.releaseIdleMemory(runCtx) })
+	}
 
 	select {
 	case <-ctx.Done():

@@ -96,15 +96,25 @@ func startDaemon(t *testing.T, cfg *config.Config, secrets ...string) *rig {
 // startDaemonWithLog is startDaemon with a given log sink and shutdown grace.
 func startDaemonWithLog(t *testing.T, cfg *config.Config, lb *logBuf, grace time.Duration, secrets ...string) *rig {
 	t.Helper()
+	return startDaemonWith(t, cfg, lb, grace, nil, secrets...)
+}
+
+// startDaemonWith is startDaemonWithLog with the options changed by mod.
+func startDaemonWith(t *testing.T, cfg *config.Config, lb *logBuf, grace time.Duration, mod func(*daemon.Options), secrets ...string) *rig {
+	t.Helper()
 	logger := slog.New(slog.NewTextHandler(lb, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	d, err := daemon.New(context.Background(), daemon.Options{
+	opts := daemon.Options{
 		Config:         cfg,
 		Logger:         logger,
 		Stdin:          strings.NewReader(""),
 		Stdout:         io.Discard,
 		RestartBackoff: 20 * time.Millisecond,
 		ShutdownGrace:  grace,
-	})
+	}
+	if mod != nil {
+		mod(&opts)
+	}
+	d, err := daemon.New(context.Background(), opts)
 	if err != nil {
 		t.Fatalf("daemon.New: %v", err)
 	}

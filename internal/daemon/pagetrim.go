@@ -1,0 +1,80 @@
+package daemon
+
+import (
+	"context"
+	"runtime/debug"
+	"time"
+
+	"github.com/switchboard-bot/switchboard/internal/pagetrim"
+)
+
+// defaultIdleTrimEvery is how often an idle daemon hands memory back.
+const defaultIdleTrimEvery = 30 * time.Second
+
+// releaseIdleMemory keeps an idle daemon's resident set to what it runs.
+// Once every channel has connected (or 30 s have passed), and after that at
+// every IdleTrimEvery in which no message arrived and no turn ran, it returns
+// the heap the garbage collector can free to the system (debug.FreeOSMemory)
+// and hands the executable's pages back (package pagetrim). A daemon with
+// traffic is left alone: the pages it runs stay mapped.
+func (d *Daemon) releaseIdleMemory(ctx context.Context) {
+	const poll, startupBound = 100 * time.Millisecond, 30 * time.Second
+	bound := time.NewTimer(startupBound)
+	defer bound.Stop()
+	tick := time.NewTicker(poll)
+	defer tick.Stop()
+wait:
+	for !d.channelsConnected() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-bound.C:
+			break wait
+		case <-tick.C:
+		}
+	}
+	d.releaseMemory()
+	every := d.opts.IdleTrimEvery
+	if every <= 0 {
+		every = defaultIdleTrimEvery
+	}
+	tick.Reset(every)
+	last := d.handler.Stats()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		now := d.handler.Stats()
+		idle := now.Received == last.Received && now.Turns == last.Turns && now.ActiveSessions == 0
+		last = now
+		if idle {
+			d.releaseMemory()
+		}
+	}
+}
+
+// releaseMemory returns the freed heap and hands the executable's pages
+// back. d.opts.OnMemoryRelease (tests) hears of it.
+func (d *Daemon) releaseMemory() {
+	debug.FreeOSMemory()
+	n, err := pagetrim.Release()
+	if err != nil {
+		d.log.Debug("release idle memory", "err", err)
+	} else {
+		d.log.Debug("released idle memory", "mapped_bytes", n)
+	}
+	if d.opts.OnMemoryRelease != nil {
+		d.opts.OnMemoryRelease()
+	}
+}
+
+func (d *Daemon) channelsConnected() bool {
+	for _, s := range d.ChannelStates() {
+		if !s.Ready {
+			return false
+		}
+	}
+	return true
+}
