@@ -38,6 +38,7 @@ type Agent struct {
 	viewer   memory.TurnReader // nil: a turn's reads are separate (turnview.go)
 	// jsonFallback is set once an endpoint rejected native tools (auto protocol).
 	jsonFallback atomic.Bool
+	prompt       atomic.Pointer[promptMemo] // the last system prompt (promptmemo.go)
 
 	usageMu sync.Mutex
 	usage   map[string]memory.Usage

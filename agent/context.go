@@ -104,12 +104,19 @@ You can keep short notes for this chat with the memory tool (actions: save, sear
 
 // SystemPrompt builds the stable system prompt (the first system message).
 func (b ContextBuilder) SystemPrompt(p Persona, tools []Tool, mode string) string {
+	return b.systemPrompt(p, tools, mode, toolSections(p, tools))
+}
+
+// systemPrompt is SystemPrompt with the tools' prompt sections given.
+func (b ContextBuilder) systemPrompt(p Persona, tools []Tool, mode, sections string) string {
 	var sb strings.Builder
 	identity := strings.TrimSpace(p.Identity)
 	if identity == "" {
 		identity = DefaultIdentity
 	}
-	sb.WriteString(boundText(identity, identityMaxChars, "persona description"))
+	identity = boundText(identity, identityMaxChars, "persona description")
+	sb.Grow(len(identity) + 1 + len(promptToolUse) + len(promptMemory) + len(sections) + len(promptSafety))
+	sb.WriteString(identity)
 	sb.WriteString("\n")
 	if len(tools) > 0 {
 		sb.WriteString(promptToolUse)
@@ -117,7 +124,7 @@ func (b ContextBuilder) SystemPrompt(p Persona, tools []Tool, mode string) strin
 	if hasTool(tools, MemoryToolName) {
 		sb.WriteString(promptMemory)
 	}
-	sb.WriteString(toolSections(p, tools))
+	sb.WriteString(sections)
 	sb.WriteString(promptSafety)
 	if mode == renderJSON && len(tools) > 0 {
 		sb.WriteString(`

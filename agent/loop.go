@@ -91,7 +91,7 @@ func (t *turn) execute(parent context.Context) (Result, error) {
 		return Result{TurnID: t.id, FinishReason: FinishAPIError}, err
 	}
 	t.mode = t.pickMode()
-	t.system = t.a.builder.SystemPrompt(t.persona, t.tools, t.mode)
+	t.system = t.a.systemPrompt(t.persona, t.tools, t.mode)
 
 	user := memory.Message{Role: memory.RoleUser, Content: t.req.Text, Name: t.req.Runtime.SenderName, Time: t.started}
 	for _, m := range t.req.Media {
@@ -338,7 +338,7 @@ func (t *turn) step(ctx context.Context, note string) (stepOut, error) {
 			t.a.log.Warn("the model endpoint rejects native tools; switching to the JSON tool protocol",
 				slog.String("error", err.Error()))
 			t.mode = renderJSON
-			t.system = t.a.builder.SystemPrompt(t.persona, t.tools, t.mode)
+			t.system = t.a.systemPrompt(t.persona, t.tools, t.mode)
 			return t.stepJSON(ctx, note)
 		}
 		return stepOut{}, err

@@ -86,6 +86,10 @@ func NewProvider(o Options) *Provider {
 		// (and TLS-handshake) a new connection and close it afterwards.
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.MaxIdleConnsPerHost = 64
+		// A request (system prompt and history, several KiB) goes out in one
+		// write: with the default 4 KiB buffer the rest went through a copy
+		// buffer allocated per call, and a second write.
+		tr.WriteBufferSize = 32 << 10
 		hc = &http.Client{Transport: tr}
 	}
 	return &Provider{doer: headerCapturingDoer{c: hc, query: query}, url: strings.TrimRight(base, "/") + "/chat/completions",

@@ -110,6 +110,11 @@ func (s *sseStream) Recv(c *streamChunk) error {
 			}
 			clear(choices) // partly written: the decoder starts afresh
 			*c = streamChunk{Choices: choices[:0]}
+		} else if len(s.data.cur) == 0 {
+			// The stream's end ([DONE], a server error, a cut stream)
+			// between whole values: what the decoder would return, without
+			// making one for it.
+			return s.data.err
 		}
 	}
 	if s.dec == nil { // made at the first chunk the fast path leaves

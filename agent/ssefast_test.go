@@ -272,3 +272,26 @@ func BenchmarkSSEStream(b *testing.B) {
 		})
 	}
 }
+
+// A stream of ordinary chunks ends without a json.Decoder ever being made,
+// [DONE] included (it was made only to report the end: ~2 KB a turn).
+func TestSSEOrdinaryStreamMakesNoDecoder(t *testing.T) {
+	for _, body := range []string{
+		sse(openAIFirst, openAIChunk, openAIStop, openAIUsage, "[DONE]"),
+		sse(openAIChunk, openAIStop), // no [DONE]
+	} {
+		s := newSSEStream(strings.NewReader(body))
+		var c streamChunk
+		var err error
+		for err == nil {
+			err = s.Recv(&c)
+		}
+		if !errors.Is(err, io.EOF) {
+			t.Errorf("stream ended with %v, want io.EOF", err)
+		}
+		if s.dec != nil {
+			t.Errorf("body %q: a json.Decoder was made for an ordinary stream", body)
+		}
+		s.Close()
+	}
+}
