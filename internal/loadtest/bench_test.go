@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-bot/switchboard/internal/daemon"
 	"github.com/switchboard-bot/switchboard/internal/testkit/fakellm"
 )
 
@@ -27,8 +28,11 @@ var (
 // allocs/op (-benchmem) is per turn and includes the in-process model: the
 // lean EchoModel, or fakellm's Echo with -args -fakellm (how the figures
 // before issue 19 were taken; fakellm adds ~180 allocations per turn).
+// It runs with the daemon's GC setting (daemon.DefaultGCPercent unless GOGC
+// is set: GOGC=100 gives Go's default).
 func BenchmarkHandlerThroughput(b *testing.B) {
 	const chats = 1000
+	defer daemon.ApplyGCDefault(os.Getenv)()
 	ctx := context.Background()
 	var (
 		ip  *Inproc

@@ -2,6 +2,7 @@ package loadtest
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -32,6 +33,7 @@ func BenchmarkHandlerLatency(b *testing.B) {
 
 func benchLatency(b *testing.B, mo memory.Options) {
 	const chats, rate = 1000, 200
+	defer daemon.ApplyGCDefault(os.Getenv)() // as the daemon runs (BenchmarkHandlerThroughput)
 	url := ""
 	if *inprocModel {
 		llm := NewEchoModel()
