@@ -168,19 +168,24 @@ func (a *Agent) run(ctx context.Context, req Request, job CallInfo) (Result, err
 	}
 	defer unlock()
 
+	id := req.TurnID
+	if id == "" {
+		id = newTurnID()
+	}
+	pre, err := a.resolvePersona(ctx, &req)
+	if err != nil {
+		return Result{TurnID: id, FinishReason: FinishAPIError}, err
+	}
 	persona := a.persona(req.Persona)
 	var tools []Tool
 	if !req.NoTools {
 		tools = available(a.o.Tools.selected(persona.Tools, req.Tools), persona)
 	}
-	id := req.TurnID
-	if id == "" {
-		id = newTurnID()
-	}
 	t := &turn{
 		a:       a,
 		o:       a.o,
 		req:     req,
+		pre:     pre,
 		persona: persona,
 		tools:   tools,
 		id:      id,

@@ -36,6 +36,12 @@ type Request struct {
 	Runtime    Runtime
 	// Persona is the resolved persona name; "" means the default persona.
 	Persona string
+	// ResolvePersona, if set, names the persona instead of Persona, given
+	// the metadata of the turn's own session (own; a zero SessionMeta for a
+	// new session). The agent reads it with the turn's history in the same
+	// read (memory.TurnReader), so the persona costs no read of its own; own
+	// is nil when the store has no TurnReader (the resolver reads it).
+	ResolvePersona func(ctx context.Context, own *memory.SessionMeta) string
 	// Tools, when non-nil, restricts the tools offered in this turn (allowlist).
 	Tools []string
 	// NoTools runs the turn without any tools.

@@ -22,6 +22,7 @@ type turn struct {
 	a        *Agent
 	o        Options
 	req      Request
+	pre      *memory.TurnView // read before the turn to resolve its persona (turnview.go)
 	persona  Persona
 	log      *slog.Logger // with the turn's session and id (logger)
 	tools    []Tool

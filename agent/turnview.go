@@ -48,7 +48,9 @@ func (t *turn) readContext(ctx context.Context) error {
 		hist []memory.Message
 		err  error
 	)
-	if t.a.viewer != nil {
+	if t.pre != nil {
+		view, hist = t.pre, t.pre.History
+	} else if t.a.viewer != nil {
 		var v memory.TurnView
 		if v, err = t.a.viewer.ReadTurn(ctx, key, t.o.MaxHistory); err == nil {
 			view, hist = &v, v.History
@@ -102,4 +104,24 @@ func (t *turn) logger() *slog.Logger {
 		t.log = t.a.log.With(slog.String("session", t.req.SessionKey), slog.String("turn", t.id))
 	}
 	return t.log
+}
+
+// resolvePersona names the turn's persona through req.ResolvePersona, from
+// the session's metadata read together with the history; it returns that
+// read for readContext (nil without a resolver or a TurnReader: readContext
+// reads).
+func (a *Agent) resolvePersona(ctx context.Context, req *Request) (*memory.TurnView, error) {
+	if req.ResolvePersona == nil {
+		return nil, nil
+	}
+	if a.viewer == nil {
+		req.Persona = req.ResolvePersona(ctx, nil)
+		return nil, nil
+	}
+	v, err := a.viewer.ReadTurn(ctx, req.SessionKey, a.o.MaxHistory)
+	if err != nil {
+		return nil, fmt.Errorf("agent: load history of %s: %w", req.SessionKey, err)
+	}
+	req.Persona = req.ResolvePersona(ctx, &v.Meta)
+	return &v, nil
 }

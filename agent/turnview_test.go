@@ -105,3 +105,44 @@ func TestTurnReadsSeparatelyWhenNotesAreElsewhere(t *testing.T) {
 		t.Fatalf("notes message: %q", m)
 	}
 }
+
+// A persona resolved through Request.ResolvePersona gets the session's
+// metadata from the turn's single read: no read of its own, and the turn
+// answers as the persona the session chose.
+func TestResolvePersonaUsesTheTurnsRead(t *testing.T) {
+	st := &countingStore{Store: openTestStore(t, func() time.Time { return testNow })}
+	const key = "slack:T1:C3"
+	prefill(t, st.Store, key, 2, "")
+	if err := st.SetSessionPersona(context.Background(), key, "pirate"); err != nil {
+		t.Fatal(err)
+	}
+	srv, a := newCompactHarness(t, fakellm.Echo(), st, st, func(o *Options) {
+		o.Personas = personaList{{Name: "assistant", Identity: "Plain helper."}, {Name: "pirate", Identity: "Arr, a pirate."}}
+	})
+	var got []string
+	res, err := a.ProcessMessage(context.Background(), Request{SessionKey: key, Text: "ahoy",
+		ResolvePersona: func(_ context.Context, own *memory.SessionMeta) string {
+			if own == nil {
+				got = append(got, "<nil>")
+				return ""
+			}
+			got = append(got, own.Persona)
+			return own.Persona
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0] != "pirate" {
+		t.Fatalf("the resolver saw %q, want the session's own choice once", got)
+	}
+	if v, h, s := st.views.Load(), st.history.Load(), st.sessions.Load(); v != 1 || h != 0 || s != 0 {
+		t.Fatalf("reads: %d views, %d histories, %d sessions; want the one view", v, h, s)
+	}
+	reqs := srv.Requests()
+	if sys := reqs[len(reqs)-1].SystemPrompt(); !strings.Contains(sys, "Arr, a pirate.") {
+		t.Fatalf("system prompt is not the pirate's: %q", sys)
+	}
+	if res.Text == "" {
+		t.Fatal("no answer")
+	}
+}

@@ -64,6 +64,14 @@ type Personas interface {
 	Choose(ctx context.Context, target channels.Target, name string) error
 }
 
+// ownSessionResolver is what Personas may add (Resolver does): Resolve with
+// the metadata of the target's own session already read by the agent.
+type ownSessionResolver interface {
+	ResolveOwn(ctx context.Context, target channels.Target, own *memory.SessionMeta) string
+}
+
+var _ ownSessionResolver = (*Resolver)(nil)
+
 // Observer receives the handler's events (metrics). Methods must be fast
 // and safe for concurrent use.
 type Observer interface {

@@ -205,6 +205,13 @@ func keys(target channels.Target) []string {
 // Set's default. Names the current Set does not hold are skipped. Storage
 // errors are logged and that level is skipped.
 func (r *Resolver) Resolve(ctx context.Context, target channels.Target) string {
+	return r.ResolveOwn(ctx, target, nil)
+}
+
+// ResolveOwn is Resolve with the metadata of target's own session already
+// read (own, non-nil; the agent reads it with the turn's history): only a
+// thread's chat session is read from the store.
+func (r *Resolver) ResolveOwn(ctx context.Context, target channels.Target, own *memory.SessionMeta) string {
 	set, ru := r.set.Load(), r.rules.Load()
 	usable := func(level, key, name string) bool {
 		if name == "" {
@@ -222,16 +229,23 @@ func (r *Resolver) Resolve(ctx context.Context, target channels.Target) string {
 			return name
 		}
 	}
-	if r.store != nil {
-		for _, k := range ks {
-			meta, found, err := r.store.Session(ctx, k)
+	for i, k := range ks {
+		var meta memory.SessionMeta
+		switch {
+		case i == 0 && own != nil:
+			meta = *own
+		case r.store != nil:
+			m, found, err := r.store.Session(ctx, k)
 			if err != nil {
 				r.log.Warn("read session persona", slog.String("session", k), slog.Any("err", err))
 				continue
 			}
-			if found && usable("session", k, meta.Persona) {
-				return meta.Persona
+			if found {
+				meta = m
 			}
+		}
+		if usable("session", k, meta.Persona) {
+			return meta.Persona
 		}
 	}
 	if name := ru.byChannel[target.Channel]; usable("by_channel", target.Channel, name) {

@@ -109,6 +109,24 @@ func TestResolvePrecedence(t *testing.T) {
 			if got := r.Resolve(ctx, target(tc.target)); got != tc.want {
 				t.Fatalf("Resolve(%s) = %q, want %q", tc.target, got, tc.want)
 			}
+
+			// The agent's way: the target's own session read with the turn's
+			// history; the resolver reads at most the thread's chat session.
+			var own memory.SessionMeta
+			if m, found, err := st.Session(ctx, tc.target); err != nil {
+				t.Fatal(err)
+			} else if found {
+				own = m
+			}
+			cs := &countingSessions{SessionStore: st}
+			ro := NewResolver(cs, testSet(t, names...), nil)
+			ro.SetRules(tc.byTarget, tc.byChannel, tc.def)
+			if got := ro.ResolveOwn(ctx, target(tc.target), &own); got != tc.want {
+				t.Fatalf("ResolveOwn(%s) = %q, want %q", tc.target, got, tc.want)
+			}
+			if max := len(keys(target(tc.target))) - 1; cs.reads > max {
+				t.Errorf("ResolveOwn read %d sessions, want at most %d (the thread's chat)", cs.reads, max)
+			}
 		})
 	}
 }
@@ -329,3 +347,14 @@ func TestSetSourcePersona(t *testing.T) {
 }
 
 func f32(v float32) *float32 { return &v }
+
+// countingSessions counts session reads.
+type countingSessions struct {
+	SessionStore
+	reads int
+}
+
+func (c *countingSessions) Session(ctx context.Context, key string) (memory.SessionMeta, bool, error) {
+	c.reads++
+	return c.SessionStore.Session(ctx, key)
+}

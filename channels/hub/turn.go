@@ -175,7 +175,12 @@ func (h *Handler) turn(ctx context.Context, ch channels.Channel, target channels
 			}
 		},
 	}
-	if h.personas != nil {
+	if r, ok := h.personas.(ownSessionResolver); ok {
+		// Resolved by the agent with the session's metadata it reads anyway.
+		req.ResolvePersona = func(ctx context.Context, own *memory.SessionMeta) string {
+			return r.ResolveOwn(ctx, target, own)
+		}
+	} else if h.personas != nil {
 		req.Persona = h.personas.Resolve(ctx, target)
 	}
 	tc.reset(st)
