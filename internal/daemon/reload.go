@@ -153,6 +153,20 @@ func restartNeeded(old, next *config.Config) []string {
 	if old.Personas.Dir != next.Personas.Dir {
 		keys = append(keys, "personas.dir")
 	}
+	// Read once at start: the console's routes, the web and terminal chat
+	// channels, the log handler (its level is applied live).
+	if old.Server.UI != next.Server.UI {
+		keys = append(keys, "server.ui")
+	}
+	if old.Channels.Web.Enabled != next.Channels.Web.Enabled {
+		keys = append(keys, "channels.web.enabled")
+	}
+	if old.Channels.Console.Enabled != next.Channels.Console.Enabled {
+		keys = append(keys, "channels.console.enabled")
+	}
+	if old.Log.Format != next.Log.Format {
+		keys = append(keys, "log.format")
+	}
 	return keys
 }
 

@@ -287,3 +287,34 @@ func TestReadyzAndStatusEndpoint(t *testing.T) {
 		t.Fatalf("/admin/status = %d %s", code, body)
 	}
 }
+
+// A reload that changes what is read only at start says a restart is
+// needed, naming the key, instead of leaving the old setting in force
+// silently.
+func TestRestartNeededNamesStartOnlyKeys(t *testing.T) {
+	tests := []struct {
+		key  string
+		edit func(*config.Config)
+	}{
+		{"server.listen", func(c *config.Config) { c.Server.Listen = "127.0.0.1:9" }},
+		{"bot.data_dir", func(c *config.Config) { c.Bot.DataDir = "/elsewhere" }},
+		{"bot.name", func(c *config.Config) { c.Bot.Name = "Other" }},
+		{"personas.dir", func(c *config.Config) { c.Personas.Dir = "/elsewhere" }},
+		{"server.ui", func(c *config.Config) { c.Server.UI = !c.Server.UI }},
+		{"channels.web.enabled", func(c *config.Config) { c.Channels.Web.Enabled = !c.Channels.Web.Enabled }},
+		{"channels.console.enabled", func(c *config.Config) { c.Channels.Console.Enabled = !c.Channels.Console.Enabled }},
+		{"log.format", func(c *config.Config) { c.Log.Format = "json" }},
+	}
+	for _, tt := range tests {
+		old, next := config.Default(), config.Default()
+		old.Log.Format = "text"
+		next.Log.Format = "text"
+		tt.edit(next)
+		if got := restartNeeded(old, next); len(got) != 1 || got[0] != tt.key {
+			t.Errorf("changing %s: restart needed for %v, want [%s]", tt.key, got, tt.key)
+		}
+	}
+	if got := restartNeeded(config.Default(), config.Default()); len(got) != 0 {
+		t.Errorf("no change: restart needed for %v", got)
+	}
+}
