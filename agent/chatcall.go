@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sync/atomic"
 
 	openai "github.com/sashabaranov/go-openai"
 )
@@ -26,7 +25,6 @@ import (
 type chatStream struct {
 	resp *http.Response
 	sse  *sseStream
-	body *pooledBody
 }
 
 func (s *chatStream) Recv(c *streamChunk) error { return s.sse.Recv(c) }
@@ -34,52 +32,6 @@ func (s *chatStream) Recv(c *streamChunk) error { return s.sse.Recv(c) }
 func (s *chatStream) Close() {
 	s.resp.Body.Close()
 	s.sse.Close()
-	s.body.release()
-}
-
-// reqBuf is a pooled request body.
-type reqBuf struct{ b []byte }
-
-// pooledBody hands a request body to net/http and puts its buffer back in
-// bodyPool once nothing reads it any more: the call is over (the caller's
-// reference) and the transport closed every reader it was given (it may
-// still be writing the body when the answer arrives, and may ask GetBody
-// for another reader to retry on a fresh connection).
-type pooledBody struct {
-	buf  *reqBuf
-	refs atomic.Int32
-}
-
-func newPooledBody(buf *reqBuf) *pooledBody {
-	pb := &pooledBody{buf: buf}
-	pb.refs.Store(1)
-	return pb
-}
-
-// reader is a new reader of the body, holding a reference until closed.
-func (pb *pooledBody) reader() io.ReadCloser {
-	pb.refs.Add(1)
-	return &bodyReader{Reader: bytes.NewReader(pb.buf.b), pb: pb}
-}
-
-func (pb *pooledBody) release() {
-	if pb.refs.Add(-1) == 0 && cap(pb.buf.b) <= maxPooledBody {
-		pb.buf.b = pb.buf.b[:0]
-		bodyPool.Put(pb.buf)
-	}
-}
-
-type bodyReader struct {
-	*bytes.Reader
-	pb     *pooledBody
-	closed atomic.Bool
-}
-
-func (r *bodyReader) Close() error {
-	if !r.closed.Swap(true) {
-		r.pb.release()
-	}
-	return nil
 }
 
 // chatCompletionsDisabled are the models go-openai refuses on
@@ -102,35 +54,39 @@ func (p *Provider) openStream(ctx context.Context, req ChatRequest) (*chatStream
 	if err := openai.NewReasoningValidator().Validate(creq); err != nil {
 		return nil, err
 	}
-	buf := bodyPool.Get().(*reqBuf)
-	raw, err := p.enc.appendRequest(buf.b[:0], &creq)
+	raw, err := p.enc.appendRequest(make([]byte, 0, p.bodySize.Load()+bodySlack), &creq)
 	if err != nil {
-		bodyPool.Put(buf)
 		return nil, err
 	}
-	buf.b = raw
-	body := newPooledBody(buf)
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url, nil)
+	p.bodySize.Store(min(int64(len(raw)), maxBodyHint))
+	// A *bytes.Reader is a body net/http knows to be in memory: it writes
+	// the headers and the body into its buffer and sends them in one write.
+	// (A reader of its own made the transport flush the headers alone, then
+	// copy the body through a buffer allocated for each call.)
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url, bytes.NewReader(raw))
 	if err != nil {
-		body.release()
 		return nil, err
 	}
-	hreq.Body, hreq.ContentLength = body.reader(), int64(len(raw))
-	hreq.GetBody = func() (io.ReadCloser, error) { return body.reader(), nil }
 	hreq.Header = p.header.Clone()
 	resp, err := p.doer.Do(hreq)
 	if err != nil {
-		body.release()
 		return nil, err
 	}
 	if resp.StatusCode < http.StatusOK || resp.StatusCode >= http.StatusBadRequest {
 		err := errorResponse(resp)
 		resp.Body.Close()
-		body.release()
 		return nil, err
 	}
-	return &chatStream{resp: resp, sse: newSSEStream(resp.Body), body: body}, nil
+	return &chatStream{resp: resp, sse: newSSEStream(resp.Body)}, nil
 }
+
+// The request buffer is sized from the last request's body (bodySize) plus
+// bodySlack, so it rarely grows while it is written; a huge one does not
+// size the next.
+const (
+	bodySlack   = 1 << 10
+	maxBodyHint = 256 << 10
+)
 
 // requestHeader is what go-openai sends with a streamed call.
 func requestHeader(apiKey string) http.Header {

@@ -65,6 +65,9 @@ type Provider struct {
 	enc    encodeCache
 	opts   Options
 	log    *slog.Logger
+	// bodySize is the last request body's length (chatcall.go sizes the
+	// next buffer from it).
+	bodySize atomic.Int64
 }
 
 // NewProvider builds a provider from o (defaults applied).

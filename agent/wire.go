@@ -22,17 +22,9 @@ import (
 // every model call, ~80 allocations and a tenth of the daemon's CPU per
 // message in the load profile. This writer appends the same JSON (same
 // fields, same omitempty rules, same string escaping as encoding/json) into
-// one pooled buffer with no per-message allocation, and keeps the encodings
+// one buffer with no other per-message allocation, and keeps the encodings
 // of the parts that do not change between calls: each tool definition (its
 // schema compacted once) and the last system prompts.
-
-// bodyPool recycles request buffers; a buffer goes back once the call that
-// sent it is over.
-var bodyPool = sync.Pool{New: func() any { return new(reqBuf) }}
-
-// maxPooledBody bounds what goes back to bodyPool (a huge prompt's buffer is
-// left to the GC rather than kept for every later call).
-const maxPooledBody = 1 << 20
 
 // encodeCache keeps encodings of the immutable parts of requests. It is
 // owned by one Provider and safe for concurrent use.

@@ -105,6 +105,7 @@ func (h *Handler) runCommitted(ctx context.Context, ch channels.Channel, batch [
 		case <-ctx.Done():
 			return agent.Result{}, turnCanceled, nil
 		}
+		growStack() // before the turn's deep calls (growstack.go)
 		started := time.Now()
 		var released atomic.Bool
 		tc.release = func() {
