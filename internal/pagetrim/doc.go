@@ -8,6 +8,8 @@
 // of it. Release tells the kernel (madvise MADV_DONTNEED) that this process no
 // longer needs the executable's read-only mappings: the pages stay in the page
 // cache, shared and reclaimable, and any page the daemon runs again faults back
-// in from there. Writable mappings (data, bss, heap) are never touched, so no
-// state is lost; on systems other than Linux Release does nothing.
+// in from there. Writable mappings (data, bss, heap) are never touched, nor a
+// read-only one that holds a page written before it was made read-only (a
+// position-independent build's relocated RELRO tables), so no state is
+// lost; on systems other than Linux Release does nothing.
 package pagetrim
