@@ -264,8 +264,11 @@ func (h *Handler) deliverD(last channels.Message, d Delivery, batch []item) {
 // movedTo reports the new address of a chat that moved (a Telegram group
 // upgraded to a supergroup), from an adapter error with a MovedTo method.
 func movedTo(err error) (channels.Target, bool) {
+	if err == nil {
+		return channels.Target{}, false // no error: nothing escapes to the heap
+	}
 	var mv interface{ MovedTo() channels.Target }
-	if err == nil || !errors.As(err, &mv) {
+	if !errors.As(err, &mv) {
 		return channels.Target{}, false
 	}
 	return mv.MovedTo(), true

@@ -31,7 +31,7 @@ func (a *app) runCmd() *cobra.Command {
 			}
 			level := new(slog.LevelVar)
 			level.Set(cfg.Log.SlogLevel())
-			defer daemon.ApplyGCDefault(os.Getenv)() // GOGC=200 unless set (gcdefault.go)
+			defer daemon.ApplyRuntimeDefaults(os.Getenv)() // GOGC=200, 2 Ps a CPU unless set (runtimedefaults.go)
 			opts := daemon.Options{Config: cfg, LogLevel: level, Stdin: a.stdin, Stdout: a.stdout, ReleaseIdleMemory: true}
 			if cfg.Channels.Console.Enabled {
 				// Answers on stdout, logs on stderr, never tearing each other's

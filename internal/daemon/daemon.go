@@ -4,7 +4,7 @@
 // the others), the HTTP server on server.listen (health, readiness, webhooks,
 // the local admin endpoints), replay of the inbox at start, and graceful
 // shutdown (stop intake, let turns finish within a grace period, close the store).
-// It also owns the process's runtime settings: the GC default (gcdefault.go)
+// It also owns the process's runtime settings: GOGC and GOMAXPROCS defaults (runtimedefaults.go)
 // and handing memory back while idle (pagetrim.go).
 package daemon
 

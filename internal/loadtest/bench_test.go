@@ -32,7 +32,7 @@ var (
 // is set: GOGC=100 gives Go's default).
 func BenchmarkHandlerThroughput(b *testing.B) {
 	const chats = 1000
-	defer daemon.ApplyGCDefault(os.Getenv)()
+	defer daemon.ApplyRuntimeDefaults(os.Getenv)()
 	ctx := context.Background()
 	var (
 		ip  *Inproc

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -90,7 +91,9 @@ func (s *Stats) TurnDone(channel string, res agent.Result, err error, d time.Dur
 	if _, ok := s.traces[res.TurnID]; !ok {
 		s.order = append(s.order, res.TurnID)
 	}
-	s.traces[res.TurnID] = TurnTrace{Channel: channel, Finish: finish, Duration: d, Entries: append([]agent.TraceEntry(nil), res.Trace...)}
+	// The turn's own trace, not a copy: the agent never changes it after the
+	// turn; clipped, so an append elsewhere cannot write into it.
+	s.traces[res.TurnID] = TurnTrace{Channel: channel, Finish: finish, Duration: d, Entries: slices.Clip(res.Trace)}
 	for len(s.order) > maxTraces {
 		delete(s.traces, s.order[0])
 		s.order = s.order[1:]

@@ -1,0 +1,76 @@
+package daemon
+
+import (
+	"runtime"
+	"runtime/debug"
+)
+
+// The daemon's Go runtime settings when the environment sets none: the
+// collector's pace (GOGC) and the number of Ps (GOMAXPROCS). Both are
+// measured in BENCHMARKS.md ("Issue 19"); an operator's GOGC or GOMAXPROCS
+// always wins.
+
+// DefaultGCPercent is the daemon's GOGC when the environment sets none.
+//
+// Go's default (100) collects whenever the heap has doubled. A daemon's live
+// heap is small (a few MiB idle, ~15 MiB with 1,000 chats), so under load it
+// collected every few milliseconds, and a tenth of its CPU went to the
+// collector and to regrowing the goroutine stacks each cycle shrinks. At 200
+// it collects half as often: ~15 % less CPU per message
+// (BenchmarkHandlerThroughput) for ~10 MiB more peak heap under load. An idle
+// daemon returns its heap every 30 s anyway (pagetrim.go), so its idle
+// memory is unchanged.
+const DefaultGCPercent = 200
+
+// ProcsPerCPU is how many Ps (GOMAXPROCS) the daemon runs per CPU Go would
+// use by default (its cgroup-aware count) when the environment sets none.
+//
+// A busy daemon is a pipeline around one serial stage: the store's group
+// commit, whose goroutine blocks in two fdatasyncs a commit while every
+// other stage waits on the network (the model, the platforms). With one P a
+// CPU, a goroutine coming back from a syscall or the network poller finds
+// every P busy and queues behind hundreds of runnable goroutines: measured
+// with 1,000 chats on 2 CPUs, the 90th percentile of the runtime's
+// scheduling latency was 3.7–5.2 ms, the commit loop stalled after each
+// fsync and the CPUs sat ~15 % idle (iowait) while 700 messages queued. With
+// two Ps a CPU the kernel shares the CPUs between more threads, a returning
+// goroutine runs sooner (p90 0.9–2.1 ms), commits carry 3–4× more writers
+// each, and the durable throughput rose 15–20 % to what the same daemon
+// reaches with fsync turned off. Three or more Ps a CPU measured no better.
+// An idle or lightly loaded daemon is unaffected: idle Ps cost nothing but
+// a few KiB each.
+const ProcsPerCPU = 2
+
+// ApplyGCDefault sets DefaultGCPercent unless GOGC is set (getenv is
+// os.Getenv); restore puts back the setting before.
+func ApplyGCDefault(getenv func(string) string) (restore func()) {
+	if getenv("GOGC") != "" {
+		return func() {}
+	}
+	previous := debug.SetGCPercent(DefaultGCPercent)
+	return func() { debug.SetGCPercent(previous) }
+}
+
+// ApplyProcsDefault sets GOMAXPROCS to ProcsPerCPU times Go's default unless
+// GOMAXPROCS is set (getenv is os.Getenv); restore goes back to Go's
+// default. Setting it stops Go from following a change of the cgroup's CPU
+// limit while the daemon runs; the count is taken at start.
+func ApplyProcsDefault(getenv func(string) string) (restore func()) {
+	if getenv("GOMAXPROCS") != "" {
+		return func() {}
+	}
+	runtime.GOMAXPROCS(ProcsPerCPU * runtime.GOMAXPROCS(0))
+	return runtime.SetDefaultGOMAXPROCS
+}
+
+// ApplyRuntimeDefaults applies ApplyGCDefault and ApplyProcsDefault; restore
+// undoes both. The switchboard daemon calls it at start, and the handler
+// benchmarks too, so they measure the daemon as it runs.
+func ApplyRuntimeDefaults(getenv func(string) string) (restore func()) {
+	gc := ApplyGCDefault(getenv)
+	procs := ApplyProcsDefault(getenv)
+	return func() {
+		procs()
+		gc()
+	}
+}
