@@ -31,8 +31,9 @@ func (a *app) runCmd() *cobra.Command {
 			}
 			level := new(slog.LevelVar)
 			level.Set(cfg.Log.SlogLevel())
-			defer daemon.ApplyRuntimeDefaults(os.Getenv)() // GOGC=200, 2 Ps a CPU unless set (runtimedefaults.go)
-			opts := daemon.Options{Config: cfg, LogLevel: level, Stdin: a.stdin, Stdout: a.stdout, ReleaseIdleMemory: true}
+			procs, restore := daemon.ApplyRuntimeDefaults(os.Getenv) // GOGC=200, 2 Ps a CPU unless set (runtimedefaults.go)
+			defer restore()
+			opts := daemon.Options{Config: cfg, LogLevel: level, Stdin: a.stdin, Stdout: a.stdout, ReleaseIdleMemory: true, Procs: procs}
 			if cfg.Channels.Console.Enabled {
 				// Answers on stdout, logs on stderr, never tearing each other's
 				// lines; a prompt when stdin is a terminal.

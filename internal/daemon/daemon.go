@@ -69,6 +69,11 @@ type Options struct {
 	ReleaseIdleMemory bool
 	IdleTrimEvery     time.Duration
 	OnMemoryRelease   func() // tests: told of each release
+	// Procs are the P counts ApplyRuntimeDefaults chose: with
+	// ReleaseIdleMemory the daemon starts with Procs.Idle, takes Procs.Busy
+	// with a message and goes back to Procs.Idle when it hands memory back
+	// (procscale.go). Zero: GOMAXPROCS is left alone.
+	Procs Procs
 }
 
 // Daemon is a running Switchboard.
@@ -89,6 +94,7 @@ type Daemon struct {
 	console  consoleParts      // the web console (ui.go)
 	cluster  clusterState      // replicas (cluster.go); zero with bolt
 	claims   *sessionClaims    // per-session claims with replicas (claims.go); nil with bolt
+	procs    *procScaler       // GOMAXPROCS busy and idle (procscale.go)
 
 	mu     sync.Mutex
 	sups   map[string]*supervisor
@@ -110,6 +116,12 @@ func New(ctx context.Context, o Options) (*Daemon, error) {
 	if o.Config == nil {
 		return nil, errors.New("daemon: no config")
 	}
+	procs := &procScaler{procs: o.Procs}
+	if o.ReleaseIdleMemory {
+		// Start up with Go's count, as an idle daemon runs: start-up spread
+		// over more Ps stays resident. The first message takes the busy count.
+		procs.idle()
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -125,7 +137,7 @@ func New(ctx context.Context, o Options) (*Daemon, error) {
 		return nil, err
 	}
 	d := &Daemon{log: o.Logger, store: core.Store, core: core, personas: core.Personas,
-		metrics: metrics.New(), console: consoleParts{stats: ui.NewStats(o.Now)}, opts: o, sups: map[string]*supervisor{}, ready: make(chan struct{}), quit: make(chan struct{})}
+		metrics: metrics.New(), console: consoleParts{stats: ui.NewStats(o.Now)}, opts: o, procs: procs, sups: map[string]*supervisor{}, ready: make(chan struct{}), quit: make(chan struct{})}
 	d.cfgp.Store(cfg)
 	d.agent.p.Store(core.Agent)
 	if err := d.openCluster(cfg); err != nil {

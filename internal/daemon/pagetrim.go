@@ -15,7 +15,8 @@ const defaultIdleTrimEvery = 30 * time.Second
 // Once every channel has connected (or 30 s have passed), and after that at
 // every IdleTrimEvery in which no message arrived and no turn ran, it returns
 // the heap the garbage collector can free to the system (debug.FreeOSMemory)
-// and hands the executable's pages back (package pagetrim). A daemon with
+// and hands the executable's pages back (package pagetrim), and runs Go's
+// default P count until the next message (procscale.go). A daemon with
 // traffic is left alone: the pages it runs stay mapped.
 func (d *Daemon) releaseIdleMemory(ctx context.Context) {
 	const poll, startupBound = 100 * time.Millisecond, 30 * time.Second
@@ -58,6 +59,7 @@ wait:
 // releaseMemory returns the freed heap and hands the executable's pages
 // back. d.opts.OnMemoryRelease (tests) hears of it.
 func (d *Daemon) releaseMemory() {
+	d.procs.idle() // first: the Ps it drops give their cached spans back
 	debug.FreeOSMemory()
 	n, err := pagetrim.Release()
 	if err != nil {

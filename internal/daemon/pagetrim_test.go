@@ -1,6 +1,7 @@
 package daemon_test
 
 import (
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -36,11 +37,18 @@ func TestIdleDaemonReleasesMemory(t *testing.T) {
 	llm := fakellm.Start(t, fakellm.Text("ok"))
 	tg := faketelegram.New(t, faketelegram.Options{})
 	var rel releases
+	// The run command's P counts (runtimedefaults.go), here 1 idle and 3 busy.
+	prev := runtime.GOMAXPROCS(3)
+	t.Cleanup(func() { runtime.GOMAXPROCS(prev) })
 	startDaemonWith(t, telegramConfig(t, llm, tg), &logBuf{}, 2*time.Second, func(o *daemon.Options) {
 		o.ReleaseIdleMemory, o.IdleTrimEvery, o.OnMemoryRelease = true, every, rel.add
+		o.Procs = daemon.Procs{Idle: 1, Busy: 3}
 	}, tg.Token())
 
 	eventually(t, "memory released once the channel is up, then at idle intervals", func() bool { return len(rel.list()) >= 3 })
+	if n := runtime.GOMAXPROCS(0); n != 1 {
+		t.Errorf("idle daemon runs GOMAXPROCS %d, want the idle count 1", n)
+	}
 
 	// A turn that outlasts many intervals (the model waits 1 s before it
 	// answers): no release while its session is active.
@@ -49,6 +57,9 @@ func TestIdleDaemonReleasesMemory(t *testing.T) {
 	})
 	tg.UserSays(tgUser, "hello")
 	eventually(t, "the turn started", func() bool { return llm.RequestCount() == 1 })
+	if n := runtime.GOMAXPROCS(0); n != 3 {
+		t.Errorf("with a message in, GOMAXPROCS is %d, want the busy count 3", n)
+	}
 	time.Sleep(2 * every) // a release decided just before the message may still finish
 	atStart := len(rel.list())
 	time.Sleep(8 * every)
@@ -61,4 +72,7 @@ func TestIdleDaemonReleasesMemory(t *testing.T) {
 	})
 	after := len(rel.list())
 	eventually(t, "releases resume once the daemon is idle again", func() bool { return len(rel.list()) > after })
+	if n := runtime.GOMAXPROCS(0); n != 1 {
+		t.Errorf("idle again, GOMAXPROCS is %d, want 1", n)
+	}
 }

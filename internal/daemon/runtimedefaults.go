@@ -37,8 +37,10 @@ const DefaultGCPercent = 200
 // goroutine runs sooner (p90 0.9–2.1 ms), commits carry 3–4× more writers
 // each, and the durable throughput rose 15–20 % to what the same daemon
 // reaches with fsync turned off. Three or more Ps a CPU measured no better.
-// An idle or lightly loaded daemon is unaffected: idle Ps cost nothing but
-// a few KiB each.
+// Extra Ps spread the heap over more per-P span caches (~0.5 MiB more
+// resident when idle), so a daemon that hands memory back when idle
+// (Options.ReleaseIdleMemory) drops to Go's count then and takes the extra
+// Ps again with the next message (procscale.go).
 const ProcsPerCPU = 2
 
 // ApplyGCDefault sets DefaultGCPercent unless GOGC is set (getenv is
@@ -51,25 +53,34 @@ func ApplyGCDefault(getenv func(string) string) (restore func()) {
 	return func() { debug.SetGCPercent(previous) }
 }
 
+// Procs is the P count ApplyProcsDefault chose: Busy under traffic, Idle
+// (Go's default) once the daemon is idle. The zero value means GOMAXPROCS
+// is the operator's and the daemon leaves it alone.
+type Procs struct{ Idle, Busy int }
+
 // ApplyProcsDefault sets GOMAXPROCS to ProcsPerCPU times Go's default unless
-// GOMAXPROCS is set (getenv is os.Getenv); restore goes back to Go's
-// default. Setting it stops Go from following a change of the cgroup's CPU
-// limit while the daemon runs; the count is taken at start.
-func ApplyProcsDefault(getenv func(string) string) (restore func()) {
+// GOMAXPROCS is set (getenv is os.Getenv), and returns the counts for
+// Options.Procs; restore goes back to Go's default. Setting it stops Go from
+// following a change of the cgroup's CPU limit while the daemon runs; the
+// count is taken at start.
+func ApplyProcsDefault(getenv func(string) string) (Procs, func()) {
 	if getenv("GOMAXPROCS") != "" {
-		return func() {}
+		return Procs{}, func() {}
 	}
-	runtime.GOMAXPROCS(ProcsPerCPU * runtime.GOMAXPROCS(0))
-	return runtime.SetDefaultGOMAXPROCS
+	def := runtime.GOMAXPROCS(0)
+	p := Procs{Idle: def, Busy: ProcsPerCPU * def}
+	runtime.GOMAXPROCS(p.Busy)
+	return p, runtime.SetDefaultGOMAXPROCS
 }
 
 // ApplyRuntimeDefaults applies ApplyGCDefault and ApplyProcsDefault; restore
-// undoes both. The switchboard daemon calls it at start, and the handler
-// benchmarks too, so they measure the daemon as it runs.
-func ApplyRuntimeDefaults(getenv func(string) string) (restore func()) {
+// undoes both. The switchboard daemon calls it at start (and passes the
+// Procs on), and the handler benchmarks too, so they measure the daemon as
+// it runs.
+func ApplyRuntimeDefaults(getenv func(string) string) (Procs, func()) {
 	gc := ApplyGCDefault(getenv)
-	procs := ApplyProcsDefault(getenv)
-	return func() {
+	p, procs := ApplyProcsDefault(getenv)
+	return p, func() {
 		procs()
 		gc()
 	}

@@ -44,12 +44,13 @@ func TestApplyProcsDefault(t *testing.T) {
 	tests := []struct {
 		name, env string
 		want      int
+		procs     Procs
 	}{
-		{"GOMAXPROCS unset", "", ProcsPerCPU * def},
-		{"GOMAXPROCS set by the operator", "1", def},
+		{"GOMAXPROCS unset", "", ProcsPerCPU * def, Procs{Idle: def, Busy: ProcsPerCPU * def}},
+		{"GOMAXPROCS set by the operator", "1", def, Procs{}},
 	}
 	for _, tt := range tests {
-		restore := ApplyProcsDefault(func(k string) string {
+		procs, restore := ApplyProcsDefault(func(k string) string {
 			if k == "GOMAXPROCS" {
 				return tt.env
 			}
@@ -57,6 +58,9 @@ func TestApplyProcsDefault(t *testing.T) {
 		})
 		if got := runtime.GOMAXPROCS(0); got != tt.want {
 			t.Errorf("%s: GOMAXPROCS in force = %d, want %d", tt.name, got, tt.want)
+		}
+		if procs != tt.procs {
+			t.Errorf("%s: returned %+v, want %+v", tt.name, procs, tt.procs)
 		}
 		restore()
 		if got := runtime.GOMAXPROCS(0); got != def {
@@ -71,7 +75,7 @@ func TestApplyRuntimeDefaults(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(77))
 	runtime.SetDefaultGOMAXPROCS()
 	def := runtime.GOMAXPROCS(0)
-	restore := ApplyRuntimeDefaults(func(string) string { return "" })
+	_, restore := ApplyRuntimeDefaults(func(string) string { return "" })
 	gc, procs := debug.SetGCPercent(DefaultGCPercent), runtime.GOMAXPROCS(0)
 	restore()
 	if gc != DefaultGCPercent || procs != ProcsPerCPU*def {

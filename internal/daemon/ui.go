@@ -30,16 +30,20 @@ type consoleParts struct {
 // hubObserver reports the handler's events to the metrics and the
 // console's stats. It embeds the metrics, so every other observer interface
 // the hub looks for (hub.StorageObserver) still reaches them.
-func (d *Daemon) hubObserver() hub.Observer { return consoleObserver{d.metrics, d.console.stats} }
+func (d *Daemon) hubObserver() hub.Observer {
+	return consoleObserver{d.metrics, d.console.stats, d.procs}
+}
 
 type consoleObserver struct {
 	*metrics.Metrics
 	stats *ui.Stats
+	procs *procScaler // a message takes the busy P count again (procscale.go)
 }
 
 var _ hub.StorageObserver = consoleObserver{}
 
 func (o consoleObserver) MessageIn(channel string) {
+	o.procs.busy()
 	o.Metrics.MessageIn(channel)
 	o.stats.MessageIn(channel)
 }

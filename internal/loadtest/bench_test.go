@@ -32,7 +32,8 @@ var (
 // is set: GOGC=100 gives Go's default).
 func BenchmarkHandlerThroughput(b *testing.B) {
 	const chats = 1000
-	defer daemon.ApplyRuntimeDefaults(os.Getenv)()
+	_, restore := daemon.ApplyRuntimeDefaults(os.Getenv)
+	defer restore()
 	ctx := context.Background()
 	var (
 		ip  *Inproc

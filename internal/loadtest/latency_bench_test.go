@@ -33,7 +33,8 @@ func BenchmarkHandlerLatency(b *testing.B) {
 
 func benchLatency(b *testing.B, mo memory.Options) {
 	const chats, rate = 1000, 200
-	defer daemon.ApplyRuntimeDefaults(os.Getenv)() // as the daemon runs (BenchmarkHandlerThroughput)
+	_, restore := daemon.ApplyRuntimeDefaults(os.Getenv)
+	defer restore() // as the daemon runs (BenchmarkHandlerThroughput)
 	url := ""
 	if *inprocModel {
 		llm := NewEchoModel()
