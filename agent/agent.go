@@ -55,10 +55,11 @@ func New(o Options) (*Agent, error) {
 	a := &Agent{
 		o:        o,
 		provider: NewProvider(o),
-		builder:  ContextBuilder{Location: o.Location, Now: o.Now, NotesMaxCount: o.NotesMaxCount, NotesMaxChars: o.NotesMaxChars},
-		log:      o.Logger,
-		usage:    map[string]memory.Usage{},
-		viewer:   turnReader(o),
+		builder: ContextBuilder{Location: o.Location, Now: o.Now, NotesMaxCount: o.NotesMaxCount, NotesMaxChars: o.NotesMaxChars,
+			clock: &clockMemo{}},
+		log:    o.Logger,
+		usage:  map[string]memory.Usage{},
+		viewer: turnReader(o),
 	}
 	if a.o.Compactor == nil {
 		if ns, ok := o.Notes.(NotesStore); ok {

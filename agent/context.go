@@ -62,6 +62,8 @@ type ContextBuilder struct {
 	// NotesMaxCount / NotesMaxChars bound the notes shown (0 = the defaults).
 	NotesMaxCount int
 	NotesMaxChars int
+
+	clock *clockMemo // the Agent's: RuntimeBlock's time line, once a minute
 }
 
 // render modes
@@ -335,10 +337,9 @@ func (b ContextBuilder) RuntimeBlock(rt Runtime, jobName string) string {
 	if b.Now != nil {
 		now = b.Now
 	}
-	t := now().In(loc)
 	var sb strings.Builder
 	sb.WriteString("<runtime-context>\n")
-	fmt.Fprintf(&sb, "time: %s (%s)\n", t.Format("Monday, 2 January 2006 15:04 MST"), loc.String())
+	sb.WriteString(b.clock.line(now(), loc))
 	line := func(k, v string) {
 		if v = oneLine(neutralize(v, "runtime-context")); v != "" {
 			sb.WriteString(k)

@@ -1,7 +1,9 @@
 package agent
 
 import (
+	"strings"
 	"testing"
+	"time"
 	"unsafe"
 )
 
@@ -48,5 +50,39 @@ func TestSystemPromptMemoFollowsItsInputs(t *testing.T) {
 			t.Errorf("%s: shared with the step before = %v, want %v", st.name, shared, st.shared)
 		}
 		last = got
+	}
+}
+
+// The remembered time line is the one RuntimeBlock would format: it follows
+// the minute and the location, and a builder without a memo agrees.
+func TestClockMemoFollowsTheMinuteAndTheZone(t *testing.T) {
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Skip("no tzdata:", err)
+	}
+	base := time.Date(2026, 3, 29, 0, 59, 30, 0, time.UTC) // 01:59 CET; at 01:00 UTC Berlin moves to CEST
+	steps := []struct {
+		at  time.Time
+		loc *time.Location
+	}{
+		{base, berlin},
+		{base.Add(20 * time.Second), berlin}, // same minute
+		{base.Add(40 * time.Second), berlin}, // 03:00 CEST
+		{base.Add(40 * time.Second), time.UTC},
+		{base.Add(41 * time.Second), berlin},
+	}
+	memo := &clockMemo{}
+	for _, s := range steps {
+		want := "time: " + s.at.In(s.loc).Format("Monday, 2 January 2006 15:04 MST") + " (" + s.loc.String() + ")\n"
+		if got := memo.line(s.at, s.loc); got != want {
+			t.Errorf("at %v in %v: memo %q, want %q", s.at, s.loc, got, want)
+		}
+		b := ContextBuilder{Location: s.loc, Now: func() time.Time { return s.at }}
+		if got := b.RuntimeBlock(Runtime{}, ""); !strings.Contains(got, want) {
+			t.Errorf("RuntimeBlock without a memo = %q, want the line %q", got, want)
+		}
+	}
+	if got := memo.line(base.Add(40*time.Second), berlin); !strings.Contains(got, "03:00 CEST") {
+		t.Errorf("after the switch to summer time: %q", got)
 	}
 }

@@ -74,6 +74,8 @@ func BenchmarkHandlerThroughput(b *testing.B) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			wait := time.NewTimer(time.Minute) // one a chat, not one a message
+			defer wait.Stop()
 			for seq := range per[c] {
 				tok := Token(c, seq)
 				t0 := time.Now()
@@ -82,10 +84,11 @@ func BenchmarkHandlerThroughput(b *testing.B) {
 					b.Errorf("chat %d: %v", c, err)
 					return
 				}
+				wait.Reset(time.Minute)
 				select {
 				case at := <-ch:
 					lats[c] = append(lats[c], at.Sub(t0))
-				case <-time.After(60 * time.Second):
+				case <-wait.C:
 					b.Errorf("chat %d: no reply to %s", c, tok)
 					return
 				}
