@@ -66,7 +66,7 @@ func (d Decision) String() string {
 
 // Decide applies the policy to msg. paired reports whether the sender was
 // approved through pairing. It is a pure function so it can be tested as a table.
-func (p AccessPolicy) Decide(msg Message, paired bool) Decision {
+func (p *AccessPolicy) Decide(msg *Message, paired bool) Decision {
 	if msg.FromSelf || (msg.Sender.IsBot && !p.AllowBots) {
 		return Ignore
 	}
@@ -107,13 +107,16 @@ func (p AccessPolicy) Decide(msg Message, paired bool) Decision {
 }
 
 // IsAdmin reports whether the sender (or the chat) is listed in Admins.
-func (p AccessPolicy) IsAdmin(msg Message) bool {
+func (p *AccessPolicy) IsAdmin(msg *Message) bool {
 	return operatorChannel(msg.Channel) || matches(p.Admins, msg)
 }
 
-func (p AccessPolicy) listed(msg Message) bool { return matches(p.AllowFrom, msg) }
+func (p *AccessPolicy) listed(msg *Message) bool { return matches(p.AllowFrom, msg) }
 
-func matches(list []string, msg Message) bool {
+func matches(list []string, msg *Message) bool {
+	if len(list) == 0 {
+		return false // no keys to build
+	}
 	user := msg.UserKey()
 	target := msg.Target().String()
 	chat := msg.Channel + ":" + msg.ChatID

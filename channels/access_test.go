@@ -40,7 +40,7 @@ func TestAccessDecide(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.pol.Decide(tt.msg, tt.paired); got != tt.want {
+			if got := tt.pol.Decide(&tt.msg, tt.paired); got != tt.want {
 				t.Fatalf("Decide = %s, want %s", got, tt.want)
 			}
 		})

@@ -207,7 +207,7 @@ func (h *Handler) approvalCommand(it item) {
 		h.reply(it, "Nothing is waiting for approval here.")
 		return
 	}
-	if msg.UserKey() != p.requester && !h.Access().IsAdmin(msg) {
+	if pol := h.Access(); msg.UserKey() != p.requester && !pol.IsAdmin(&msg) {
 		h.mu.Unlock()
 		h.audit(msg.UserKey(), "approval.refused", key, "/"+name+" "+p.detail,
 			"not the user who started the turn, nor an admin")

@@ -304,7 +304,7 @@ func (h *Handler) replayItem(ctx context.Context, in memory.InboxItem) (item, bo
 		h.log.Error("dropping unreadable inbox item", "id", in.ID, "err", err)
 		return item{}, false
 	}
-	d, err := h.decide(ctx, msg)
+	d, err := h.decide(ctx, &msg)
 	if err != nil {
 		h.log.Error("not replaying an inbox item now: cannot check its sender's access; it stays for the next start",
 			"id", in.ID, "err", err)

@@ -55,7 +55,8 @@ func (h *Handler) command(s *session, it item) {
 	msg := it.msg
 	name := commandName(msg.Text)
 	args := commandArgs(msg.Text)
-	admin := h.Access().IsAdmin(msg)
+	pol := h.Access()
+	admin := pol.IsAdmin(&msg)
 	ctx := h.baseCtx
 	key := msg.Target().String()
 	switch name {

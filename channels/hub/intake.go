@@ -2,7 +2,6 @@ package hub
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/switchboard-bot/switchboard/channels"
@@ -14,10 +13,18 @@ import (
 func (h *Handler) Handle(ctx context.Context, msg channels.Message) error {
 	h.received.Add(1)
 	h.obs.MessageIn(msg.Channel)
-	d, err := h.decide(ctx, msg)
+	// Decided in a shallow frame: an intake goroutine's stack is small (the
+	// collector shrinks it between messages), and deciding under admit's
+	// frame made the runtime copy it to a bigger one for every message.
+	d, err := h.decide(ctx, &msg)
 	if err != nil {
 		return err
 	}
+	return h.admit(ctx, msg, d)
+}
+
+// admit persists and queues a message the policy decided d on.
+func (h *Handler) admit(ctx context.Context, msg channels.Message, d channels.Decision) error {
 	switch d {
 	case channels.Ignore:
 		h.ignored.Add(1)
@@ -46,7 +53,7 @@ func (h *Handler) Handle(ctx context.Context, msg channels.Message) error {
 	if cut {
 		h.log.Info("incoming message cut to agent.max_message_chars", "channel", msg.Channel, "user", msg.UserKey())
 	}
-	payload, err := json.Marshal(msg)
+	payload, err := msg.AppendJSON(make([]byte, 0, 384+len(msg.Text))) // json.Marshal's bytes, no reflection
 	if err != nil {
 		return fmt.Errorf("encode message: %w", err)
 	}
@@ -79,8 +86,8 @@ func (h *Handler) Handle(ctx context.Context, msg channels.Message) error {
 }
 
 // decide applies the current access policy and pairing approvals to msg.
-func (h *Handler) decide(ctx context.Context, msg channels.Message) (channels.Decision, error) {
-	pol := h.Access()
+func (h *Handler) decide(ctx context.Context, msg *channels.Message) (channels.Decision, error) {
+	pol := h.access.Load()
 	d := pol.Decide(msg, false)
 	if d == channels.NeedsPairing || (d == channels.Deny && pol.Mode == channels.AccessPairing) {
 		ok, err := h.pairing.IsApproved(ctx, msg.UserKey())

@@ -15,30 +15,50 @@ import "github.com/switchboard-bot/switchboard/channels"
 // an item keeps the decision it was queued with.
 func (h *Handler) recheckAccess(s *session, batch []item) []item {
 	kept := batch[:0:0]
-	for _, it := range batch {
-		if it.answered || it.decision != channels.Allow {
-			kept = append(kept, it)
-			continue
-		}
-		d, err := h.decide(h.baseCtx, it.msg)
-		if err != nil {
-			h.log.Warn("cannot check a queued message's access again; it keeps the decision it was queued with",
-				"channel", it.msg.Channel, "user", it.msg.UserKey(), "err", err)
-			kept = append(kept, it)
-			continue
-		}
-		switch d {
-		case channels.Allow:
-			kept = append(kept, it)
-		case channels.NeedsPairing:
-			it.decision = d
-			h.pair(s, it)
-		default:
-			h.countDropped(it.msg, d)
-			h.log.Info("dropping a queued message: the access policy no longer allows its sender",
-				"channel", it.msg.Channel, "user", it.msg.UserKey(), "decision", d.String())
-			h.done([]item{it})
+	for i := range batch {
+		// By index, the rare paths in functions of their own: a fresh
+		// worker's stack is small, and a big frame here made the runtime
+		// copy it to a bigger one for every message (see Handle).
+		if h.stillAllowed(s, &batch[i]) {
+			kept = append(kept, batch[i])
 		}
 	}
 	return kept
+}
+
+// stillAllowed decides a queued item again; false when it was handed to
+// pairing or dropped.
+func (h *Handler) stillAllowed(s *session, it *item) bool {
+	if it.answered || it.decision != channels.Allow {
+		return true
+	}
+	d, err := h.decide(h.baseCtx, &it.msg)
+	switch {
+	case err != nil:
+		h.recheckFailed(it, err)
+		return true
+	case d == channels.Allow:
+		return true
+	}
+	h.recheckRefused(s, it, d)
+	return false
+}
+
+func (h *Handler) recheckFailed(it *item, err error) {
+	h.log.Warn("cannot check a queued message's access again; it keeps the decision it was queued with",
+		"channel", it.msg.Channel, "user", it.msg.UserKey(), "err", err)
+}
+
+// recheckRefused handles a queued message the policy no longer allows:
+// pairing, or dropped.
+func (h *Handler) recheckRefused(s *session, it *item, d channels.Decision) {
+	if d == channels.NeedsPairing {
+		it.decision = d
+		h.pair(s, *it)
+		return
+	}
+	h.countDropped(it.msg, d)
+	h.log.Info("dropping a queued message: the access policy no longer allows its sender",
+		"channel", it.msg.Channel, "user", it.msg.UserKey(), "decision", d.String())
+	h.done([]item{*it})
 }

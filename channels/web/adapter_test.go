@@ -109,8 +109,8 @@ func TestPostHandsANormalizedMessageToTheHandler(t *testing.T) {
 	// The operator is never gated, whatever the access mode.
 	for _, mode := range []string{channels.AccessPairing, channels.AccessAllowlist} {
 		p := channels.AccessPolicy{Mode: mode}
-		if d := p.Decide(m, false); d != channels.Allow || !p.IsAdmin(m) {
-			t.Errorf("mode %s: decision %s, admin %v; want allow and admin", mode, d, p.IsAdmin(m))
+		if d := p.Decide(&m, false); d != channels.Allow || !p.IsAdmin(&m) {
+			t.Errorf("mode %s: decision %s, admin %v; want allow and admin", mode, d, p.IsAdmin(&m))
 		}
 	}
 }

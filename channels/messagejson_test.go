@@ -1,0 +1,78 @@
+package channels
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+)
+
+// AppendJSON writes what json.Marshal writes, for every field set or empty
+// and strings json escapes (HTML, control bytes, U+2028, invalid UTF-8).
+func TestAppendJSONIsJSONMarshal(t *testing.T) {
+	berlin := time.FixedZone("CEST", 2*3600)
+	odd := []string{"", "plain", `quote " and \ back`, "<b>&amp;</b>", "line\nfeed\ttab\r\x00\x1f\x7f",
+		"emoji 🦊 und Umlaute äöü", "sep\u2028\u2029", "bad \xff\xfe utf-8", strings.Repeat("x", 5000)}
+	pick := func(r *rand.Rand) string { return odd[r.IntN(len(odd))] }
+	r := rand.New(rand.NewPCG(1, 2))
+	msgs := []Message{
+		{},
+		{Channel: "telegram", ChatID: "42", MessageID: "7", Sender: Sender{ID: "9"}, Text: "hi", Time: time.Unix(1700000000, 0).UTC()},
+		{Channel: "discord", ChatID: "c", ThreadID: "t", MessageID: "m", Sender: Sender{ID: "u", Name: "Ann", IsBot: true},
+			Text: "x", Media: []Media{{MIME: "image/png", Name: "a.png", Data: []byte{0, 1, 2, 250}}, {MIME: "text/plain"}, {MIME: "x", Data: []byte{}}},
+			Direct: true, Mentioned: true, ReplyTo: "r", Quote: &Quote{Author: "Bob", Text: "q", FromBot: true}, FromSelf: true,
+			Time: time.Date(2026, 11, 25, 2, 3, 4, 500, berlin), ParentID: "p"},
+		{Quote: &Quote{}, Media: []Media{}, Time: time.Now()}, // monotonic reading, empty slice, empty quote
+	}
+	for range 300 {
+		m := Message{Channel: pick(r), ChatID: pick(r), ThreadID: pick(r), MessageID: pick(r),
+			Sender: Sender{ID: pick(r), Name: pick(r), IsBot: r.IntN(2) == 0}, Text: pick(r),
+			Direct: r.IntN(2) == 0, Mentioned: r.IntN(2) == 0, ReplyTo: pick(r), FromSelf: r.IntN(2) == 0,
+			Time: time.Unix(r.Int64N(1<<34), r.Int64N(1e9)).In(time.FixedZone("z", (r.IntN(48)-24)*1800)), ParentID: pick(r)}
+		for range r.IntN(3) {
+			m.Media = append(m.Media, Media{MIME: pick(r), Name: pick(r), Data: []byte(pick(r))})
+		}
+		if r.IntN(2) == 0 {
+			m.Quote = &Quote{Author: pick(r), Text: pick(r), FromBot: r.IntN(2) == 0}
+		}
+		msgs = append(msgs, m)
+	}
+	for i, m := range msgs {
+		want, err := json.Marshal(m)
+		if err != nil {
+			t.Fatalf("message %d: json.Marshal: %v", i, err)
+		}
+		got, err := m.AppendJSON([]byte("prefix"))
+		if err != nil {
+			t.Fatalf("message %d: AppendJSON: %v", i, err)
+		}
+		if !bytes.Equal(got, append([]byte("prefix"), want...)) {
+			t.Fatalf("message %d:\n got %s\nwant prefix%s", i, got, want)
+		}
+	}
+}
+
+// A time json.Marshal cannot write is an error, not a record that does not
+// decode; dst comes back as it was.
+func TestAppendJSONRefusesWhatJSONMarshalRefuses(t *testing.T) {
+	tests := []struct {
+		name string
+		at   time.Time
+	}{
+		{"year 10000", time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)},
+		{"year -1", time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC)},
+		{"offset of 24 hours", time.Date(2026, 1, 1, 0, 0, 0, 0, time.FixedZone("far", 24*3600))},
+	}
+	for _, tt := range tests {
+		m := Message{Channel: "telegram", Time: tt.at}
+		if _, err := json.Marshal(m); err == nil {
+			t.Fatalf("%s: json.Marshal accepted it; the test's premise is wrong", tt.name)
+		}
+		got, err := m.AppendJSON([]byte("keep"))
+		if err == nil || string(got) != "keep" {
+			t.Errorf("%s: AppendJSON = %q, %v; want an error and dst unchanged", tt.name, got, err)
+		}
+	}
+}
