@@ -195,6 +195,10 @@ type Options struct {
 	// IntakeMaxChats bounds the channels with waiting messages (1024);
 	// beyond it a channel is marked behind and caught up every CatchUpRetry.
 	IntakeMaxChats int
+
+	// gatewayHook, when set (tests), sees each gateway session the adapter
+	// builds before it connects.
+	gatewayHook func(*discordgo.Session)
 }
 
 // String describes the options without the token.

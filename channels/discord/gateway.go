@@ -60,6 +60,9 @@ func (r *run) loop() error {
 			if r.gotReady.Load() {
 				failures, backoff = 0, c.opts.ReconnectMin
 				c.log.Info("discord: gateway disconnected, resuming")
+				if !r.settleBeforeResume() {
+					return nil
+				}
 				continue
 			}
 			// Closed before READY/RESUMED: start over with a fresh IDENTIFY so
@@ -89,6 +92,32 @@ func (r *run) loop() error {
 		case <-t.C:
 		}
 		backoff = min(backoff*2, c.opts.ReconnectMax)
+	}
+}
+
+// resumeSettle is how long the adapter waits after a disconnect before it
+// resumes on a new connection.
+//
+// discordgo's heartbeat goroutine of the lost connection can still be
+// running: when the tick came just before the drop, it waits for the lock
+// Session.Close holds for a second, then its heartbeat fails (the close
+// frame is sent) and it calls Session.Close again (wsapi.go, heartbeat).
+// Resumed on a new connection by then, that Close sends the new one a 1000
+// close frame — which ends the session on Discord: the resume is lost and
+// the adapter must IDENTIFY again, or it sees the stale disconnect before
+// RESUMED. Waiting lets that Close find no connection; the disconnect it
+// reports is drained before the next Open.
+const resumeSettle = 200 * time.Millisecond
+
+// settleBeforeResume waits resumeSettle; false when Run is ending.
+func (r *run) settleBeforeResume() bool {
+	t := time.NewTimer(resumeSettle)
+	defer t.Stop()
+	select {
+	case <-r.ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 
@@ -237,6 +266,9 @@ func (r *run) newGateway() *discordgo.Session {
 			r.submitLive(e.Message)
 		}
 	})
+	if c.opts.gatewayHook != nil {
+		c.opts.gatewayHook(s)
+	}
 	return s
 }
 
