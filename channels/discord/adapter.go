@@ -24,7 +24,10 @@
 //     configurable and stops with ctx. discordgo still runs heartbeats, their
 //     ACK check (about five missed intervals → close), op 7 RECONNECT and op 9
 //     INVALID_SESSION (fresh IDENTIFY); Run reopens after every disconnect,
-//     which RESUMEs with the stored session id and sequence. A connection
+//     which RESUMEs with the stored session id and sequence — 200 ms after
+//     the disconnect, so that the lost connection's heartbeat goroutine,
+//     which can call Session.Close once more, late, closes nothing instead
+//     of the resumed connection (gateway.go, resumeSettle). A connection
 //     that closed before READY/RESUMED gets a brand-new discordgo session,
 //     so the next Open IDENTIFYs afresh and any refusal surfaces from Open.
 //     On top, a watchdog ends Run with an error when the connection is
