@@ -133,16 +133,7 @@ func (c *encodeCache) appendMessage(b []byte, m *openai.ChatCompletionMessage) (
 		b = append(b, `,"reasoning_content":`...)
 		b = jsonlite.AppendString(b, m.ReasoningContent)
 	}
-	if len(m.ToolCalls) > 0 {
-		b = append(b, `,"tool_calls":[`...)
-		for i := range m.ToolCalls {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendToolCall(b, &m.ToolCalls[i])
-		}
-		b = append(b, ']')
-	}
+	b = jsonlite.AppendArray(b, `,"tool_calls":`, m.ToolCalls, appendToolCall)
 	if m.ToolCallID != "" {
 		b = append(b, `,"tool_call_id":`...)
 		b = jsonlite.AppendString(b, m.ToolCallID)

@@ -27,16 +27,7 @@ func (m *Message) AppendJSON(dst []byte) ([]byte, error) {
 	b = optTrue(b, `,"is_bot":true`, m.Sender.IsBot)
 	b = append(b, `},"text":`...)
 	b = jsonlite.AppendString(b, m.Text)
-	if len(m.Media) > 0 {
-		b = append(b, `,"media":[`...)
-		for i := range m.Media {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendMedia(b, &m.Media[i])
-		}
-		b = append(b, ']')
-	}
+	b = jsonlite.AppendArray(b, `,"media":`, m.Media, appendMedia)
 	b = optTrue(b, `,"direct":true`, m.Direct)
 	b = optTrue(b, `,"mentioned":true`, m.Mentioned)
 	b = optString(b, `,"reply_to":`, m.ReplyTo)

@@ -70,3 +70,21 @@ var jsonPlainASCII = func() (t [utf8.RuneSelf]bool) {
 	}
 	return t
 }()
+
+// AppendArray appends key (such as `,"media":`) and items as a JSON array,
+// each item written by appendItem; nothing at all when items is empty (an
+// omitempty field).
+func AppendArray[T any](dst []byte, key string, items []T, appendItem func([]byte, *T) []byte) []byte {
+	if len(items) == 0 {
+		return dst
+	}
+	dst = append(dst, key...)
+	dst = append(dst, '[')
+	for i := range items {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendItem(dst, &items[i])
+	}
+	return append(dst, ']')
+}

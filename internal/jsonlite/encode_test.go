@@ -18,3 +18,23 @@ func FuzzAppendString(f *testing.F) {
 		}
 	})
 }
+
+func TestAppendArray(t *testing.T) {
+	item := func(b []byte, s *string) []byte { return AppendString(b, *s) }
+	tests := []struct {
+		name  string
+		items []string
+		want  string
+	}{
+		{"nil: the field is left out", nil, `{"a":1}`},
+		{"empty: left out too", []string{}, `{"a":1}`},
+		{"one", []string{"x"}, `{"a":1,"k":["x"]}`},
+		{"several, escaped", []string{"x", `"y"`, "<z>"}, `{"a":1,"k":["x","\"y\"","\u003cz\u003e"]}`},
+	}
+	for _, tt := range tests {
+		got := append(AppendArray([]byte(`{"a":1`), `,"k":`, tt.items, item), '}')
+		if string(got) != tt.want {
+			t.Errorf("%s: %s, want %s", tt.name, got, tt.want)
+		}
+	}
+}
