@@ -120,7 +120,7 @@ func New(ctx context.Context, o Options) (*Daemon, error) {
 	if o.ReleaseIdleMemory {
 		// Start up with Go's count, as an idle daemon runs: start-up spread
 		// over more Ps stays resident. The first message takes the busy count.
-		procs.idle()
+		procs.idle(nil)
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

@@ -34,13 +34,14 @@ wait:
 		case <-tick.C:
 		}
 	}
-	d.releaseMemory()
+	last := d.handler.Stats()
+	d.releaseMemory(func() bool { return d.handler.Stats().Received == last.Received })
 	every := d.opts.IdleTrimEvery
 	if every <= 0 {
 		every = defaultIdleTrimEvery
 	}
 	tick.Reset(every)
-	last := d.handler.Stats()
+	last = d.handler.Stats()
 	for {
 		select {
 		case <-ctx.Done():
@@ -51,15 +52,18 @@ wait:
 		idle := now.Received == last.Received && now.Turns == last.Turns && now.ActiveSessions == 0
 		last = now
 		if idle {
-			d.releaseMemory()
+			d.releaseMemory(func() bool { return d.handler.Stats().Received == now.Received })
 		}
 	}
 }
 
 // releaseMemory returns the freed heap and hands the executable's pages
 // back. d.opts.OnMemoryRelease (tests) hears of it.
-func (d *Daemon) releaseMemory() {
-	d.procs.idle() // first: the Ps it drops give their cached spans back
+//
+// stillIdle reports whether no message came in since the daemon decided it
+// was idle; the P count is lowered only then.
+func (d *Daemon) releaseMemory(stillIdle func() bool) {
+	d.procs.idle(stillIdle) // first: the Ps it drops give their cached spans back
 	debug.FreeOSMemory()
 	n, err := pagetrim.Release()
 	if err != nil {

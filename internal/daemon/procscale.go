@@ -8,9 +8,8 @@ import (
 
 // procScaler moves GOMAXPROCS between Procs.Busy and Procs.Idle: down when
 // the daemon hands memory back at idle (pagetrim.go), up with the next
-// message (the hub's MessageIn). A message that arrives while the count is
-// being lowered is served with Go's count; the next one raises it. The zero
-// Procs (the operator set GOMAXPROCS) leaves the count alone.
+// message (the hub's MessageIn). The zero Procs (the operator set
+// GOMAXPROCS) leaves the count alone.
 type procScaler struct {
 	procs   Procs
 	mu      sync.Mutex // orders the transitions
@@ -19,17 +18,26 @@ type procScaler struct {
 
 func (p *procScaler) managed() bool { return p != nil && p.procs.Busy > 0 && p.procs.Idle > 0 }
 
-// idle lowers the count to Procs.Idle.
-func (p *procScaler) idle() {
+// idle lowers the count to Procs.Idle unless stillIdle (nil: always idle)
+// reports that a message came in since the daemon decided it was idle.
+// lowered is set before that check: a message counted after it finds the
+// scaler lowered and waits to raise the count again, so a message racing
+// with the lowering never leaves the daemon at the idle count.
+func (p *procScaler) idle(stillIdle func() bool) {
 	if !p.managed() {
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.lowered.Load() {
-		runtime.GOMAXPROCS(p.procs.Idle)
-		p.lowered.Store(true)
+	if p.lowered.Load() {
+		return
 	}
+	p.lowered.Store(true)
+	if stillIdle != nil && !stillIdle() {
+		p.lowered.Store(false)
+		return
+	}
+	runtime.GOMAXPROCS(p.procs.Idle)
 }
 
 // busy raises the count to Procs.Busy after idle; one atomic load otherwise.
