@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -364,7 +365,9 @@ func TestBinaryReloadRefusesUnknownPersona(t *testing.T) {
 
 	r := runBin(t, env, "--config", cfg, "jobs", "run", "nosuch")
 	expect(t, r, 2, lastLine(r.stderr), "switchboard: jobs: \"nosuch\": no such job")
-	if strings.Contains(r.stderr, "400") {
+	// The temp dir's random suffix in the "using config" line may hold
+	// the digits 400, so only a status standing alone counts as a leak.
+	if httpStatusWord.MatchString(r.stderr) {
 		t.Fatalf("the HTTP status leaked: %s", r.stderr)
 	}
 
@@ -380,6 +383,9 @@ func TestBinaryReloadRefusesUnknownPersona(t *testing.T) {
 		t.Fatalf("the daemon did not keep running after the rejected reload: %d %s", r.code, r.stderr)
 	}
 }
+
+// httpStatusWord finds an HTTP status code or reason standing alone.
+var httpStatusWord = regexp.MustCompile(`\b(400|404|500)\b|Bad Request|Not Found|Internal Server Error`)
 
 // syncBuffer is a bytes.Buffer safe for the process's writer and the test.
 type syncBuffer struct {
@@ -408,5 +414,23 @@ func waitFor(t *testing.T, cond func() bool, logs fmt.Stringer) {
 			t.Fatalf("condition not met; daemon log:\n%s", logs.String())
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestHTTPStatusWord pins the leak check above: a status in the text is
+// found, the digits of a temp dir's random suffix are not.
+func TestHTTPStatusWord(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		leak bool
+	}{
+		{"switchboard: jobs: control API: 400 Bad Request", true},
+		{"switchboard: status 404", true},
+		{"switchboard: using config /tmp/TestBinaryReloadRefusesUnknownPersona4114005802/001/config.yaml", false},
+		{"switchboard: jobs: \"nosuch\": no such job", false},
+	} {
+		if got := httpStatusWord.MatchString(tc.text); got != tc.leak {
+			t.Errorf("%q: leak %v, want %v", tc.text, got, tc.leak)
+		}
 	}
 }

@@ -273,12 +273,10 @@ func TestClusterSIGKILLReplicas(t *testing.T) {
 
 	out := s.r.output()
 	resends := strings.Count(out, "resending a chunk")
-	var dups []string
-	for tok, sg := range sightings {
-		if sg.Creates > 1 {
-			dups = append(dups, fmt.Sprintf("%s×%d", tok, sg.Creates))
-		}
-	}
+	// Replies the user saw twice; a resent chunk that answered both
+	// messages of a pair is one (the CI failure of 17b6817 counted its
+	// two tokens: 10 "duplicates" of 6 resends were 5 repeated replies).
+	dups := s.r.p.Repeats()
 	var firstContact []string
 	for tok := range lost {
 		if strings.HasSuffix(strings.TrimSuffix(tok, "z"), "x0") && loadtest.PlatformOf(chatOf(tok)) == loadtest.Discord {
@@ -290,6 +288,8 @@ func TestClusterSIGKILLReplicas(t *testing.T) {
 	}
 	if len(dups) > resends {
 		t.Errorf("%d duplicate replies but only %d counted resends: %v", len(dups), resends, dups)
+	} else if len(dups) > 0 {
+		t.Logf("duplicates, all explained by counted resends: %v", dups)
 	}
 	// Each chat's answers in order: of two messages the platform delivered
 	// back to back, the second is never answered before the first (both in

@@ -234,6 +234,19 @@ func TestTapCountsDistinctPlatformMessages(t *testing.T) {
 	if _, ok := got["q1x3z"]; ok {
 		t.Error("a typing call counted as a reply")
 	}
+	// One reply answering two messages, sent twice: both tokens were seen
+	// twice, but the user saw one reply twice.
+	post("/api/v9/channels/1/messages", `{"content":"echo: q1x4z q1x5z"}`)
+	post("/api/v9/channels/1/messages", `{"content":"echo: q1x4z q1x5z"}`)
+	post("/api/v9/channels/1/messages", `{"content":"echo: q1x6z"}`) // new token only: not a repeat
+	got = tap.Sightings()
+	if got["q1x4z"].Creates != 2 || got["q1x5z"].Creates != 2 {
+		t.Errorf("q1x4z %+v, q1x5z %+v: want two messages each", got["q1x4z"], got["q1x5z"])
+	}
+	want := []string{"message 1003 with q1x2z", "message 1006 with q1x4z,q1x5z"}
+	if reps := tap.Repeats(); !slices.Equal(reps, want) {
+		t.Errorf("repeats %q, want %q", reps, want)
+	}
 }
 
 func TestPercentileAndToken(t *testing.T) {

@@ -221,6 +221,15 @@ func (p *Platforms) Sightings() map[string]Sighting {
 	return out
 }
 
+// Repeats merges the three taps' repeated replies (see Tap.Repeats).
+func (p *Platforms) Repeats() []string {
+	var out []string
+	for _, t := range []*Tap{p.TelegramTap, p.DiscordTap, p.SlackTap} {
+		out = append(out, t.Repeats()...)
+	}
+	return out
+}
+
 // ConfigOptions are the daemon settings the harness varies.
 type ConfigOptions struct {
 	DataDir            string

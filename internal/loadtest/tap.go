@@ -68,6 +68,7 @@ type Tap struct {
 
 	mu    sync.Mutex
 	seen  map[string]*Sighting
+	dups  []string                                  // see Repeats
 	polls map[*http.Request]context.CancelCauseFunc // in-flight long polls (DropLongPolls)
 }
 
@@ -191,6 +192,7 @@ func (t *Tap) serveSend(next http.Handler, w http.ResponseWriter, r *http.Reques
 	now := time.Now()
 	t.mu.Lock()
 	var fresh []string
+	repeat := false
 	for _, tok := range toks {
 		s := t.seen[tok]
 		if s == nil {
@@ -200,6 +202,7 @@ func (t *Tap) serveSend(next http.Handler, w http.ResponseWriter, r *http.Reques
 		}
 		if create {
 			if id == "" || !s.ids[id] {
+				repeat = repeat || s.Creates > 0
 				s.Creates++
 			}
 			if id != "" {
@@ -209,6 +212,9 @@ func (t *Tap) serveSend(next http.Handler, w http.ResponseWriter, r *http.Reques
 				s.ids[id] = true
 			}
 		}
+	}
+	if repeat {
+		t.dups = append(t.dups, "message "+idText(id)+" with "+strings.Join(toks, ","))
 	}
 	cb := t.onSight
 	t.mu.Unlock()
@@ -271,6 +277,24 @@ func (t *Tap) Sightings() map[string]Sighting {
 		out[k] = c
 	}
 	return out
+}
+
+// Repeats lists the platform messages created carrying a token an earlier
+// created message already carried: each is one reply the user saw twice.
+// A resent chunk that answers two messages is one repeat, though both of
+// its tokens have Creates 2; so a count of repeats, not of tokens, is what
+// compares with the daemon's count of resends.
+func (t *Tap) Repeats() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.dups)
+}
+
+func idText(id string) string {
+	if id == "" {
+		return "(no id)"
+	}
+	return id
 }
 
 // Platform request classifiers.
