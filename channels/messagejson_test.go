@@ -76,3 +76,48 @@ func TestAppendJSONRefusesWhatJSONMarshalRefuses(t *testing.T) {
 		}
 	}
 }
+
+// AppendJSON writes what json.Marshal writes for any message the fuzzer
+// builds (go test -fuzz FuzzAppendJSON ./channels/; plain go test runs the
+// seeds only).
+func FuzzAppendJSON(f *testing.F) {
+	f.Add("telegram", "42", "", "7", "9", "", "hi", "", "", "", "", []byte(nil), int64(1700000000), int64(0), 0, uint8(0))
+	f.Add("d\u2028", "<c>", "t&", "\xff", "\x00", "N\"", "a\\b\x7f", "\xed\xa0\x80", "q", "r", "p", []byte{0, 250}, int64(-62135596800), int64(999999999), -86399, uint8(255))
+	f.Add("", "", "", "", "", "", "", "", "", "", "", []byte{}, int64(253402300799), int64(1), 3601, uint8(0b10101010))
+	f.Fuzz(func(t *testing.T, channel, chat, thread, id, sender, name, text, mime, quote, reply, parent string,
+		data []byte, sec, nsec int64, offset int, flags uint8) {
+		zone := time.UTC
+		if offset != 0 {
+			zone = time.FixedZone("z", offset)
+		}
+		m := Message{Channel: channel, ChatID: chat, ThreadID: thread, MessageID: id,
+			Sender: Sender{ID: sender, Name: name, IsBot: flags&1 != 0}, Text: text,
+			Direct: flags&2 != 0, Mentioned: flags&4 != 0, ReplyTo: reply, FromSelf: flags&8 != 0,
+			Time: time.Unix(sec, nsec).In(zone), ParentID: parent}
+		if flags&16 != 0 {
+			m.Quote = &Quote{Author: name, Text: quote, FromBot: flags&32 != 0}
+		}
+		switch flags >> 6 {
+		case 1:
+			m.Media = []Media{}
+		case 2:
+			m.Media = []Media{{MIME: mime, Name: name, Data: data}}
+		case 3:
+			m.Media = []Media{{MIME: mime, Data: data}, {Name: quote}}
+		}
+		want, wantErr := json.Marshal(m)
+		got, err := m.AppendJSON([]byte("prefix"))
+		if (err != nil) != (wantErr != nil) {
+			t.Fatalf("AppendJSON error %v, json.Marshal error %v, for %#v", err, wantErr, m)
+		}
+		if err != nil {
+			if string(got) != "prefix" {
+				t.Fatalf("AppendJSON failed (%v) but changed dst: %q", err, got)
+			}
+			return
+		}
+		if !bytes.Equal(got, append([]byte("prefix"), want...)) {
+			t.Fatalf("for %#v:\n got %s\nwant prefix%s", m, got, want)
+		}
+	})
+}
