@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -120,4 +121,59 @@ func FuzzAppendJSON(f *testing.F) {
 			t.Fatalf("for %#v:\n got %s\nwant prefix%s", m, got, want)
 		}
 	})
+}
+
+// TestAppendJSONWritesEveryField guards against a field added to Message
+// (or to Sender, Quote, Media) but not to AppendJSON: replay would lose it
+// without a word. Every field, nested ones too, gets a value json.Marshal
+// writes, and the bytes must be json.Marshal's.
+func TestAppendJSONWritesEveryField(t *testing.T) {
+	var m Message
+	n := fill(t, reflect.ValueOf(&m).Elem(), "Message")
+	if n < 20 || m.Quote == nil || len(m.Media) != 1 || m.Media[0].Data == nil {
+		t.Fatalf("filled %d fields: %+v", n, m)
+	}
+	want, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := m.AppendJSON(nil)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Errorf("AppendJSON = %s, %v\njson.Marshal = %s", got, err, want)
+	}
+}
+
+// fill sets every field under v to a value of its own and returns how many
+// it set; a kind it does not know fails the test (teach it, and AppendJSON).
+func fill(t *testing.T, v reflect.Value, name string) int {
+	t.Helper()
+	switch {
+	case v.Type() == reflect.TypeOf(time.Time{}):
+		v.Set(reflect.ValueOf(time.Date(2026, 11, 25, 4, 5, 6, 7, time.FixedZone("x", -9000))))
+		return 1
+	case v.Kind() == reflect.Struct:
+		n := 0
+		for i := range v.NumField() {
+			n += fill(t, v.Field(i), name+"."+v.Type().Field(i).Name)
+		}
+		return n
+	case v.Kind() == reflect.Pointer:
+		v.Set(reflect.New(v.Type().Elem()))
+		return fill(t, v.Elem(), name)
+	case v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.Uint8:
+		v.SetBytes([]byte("bytes of " + name))
+		return 1
+	case v.Kind() == reflect.Slice:
+		v.Set(reflect.MakeSlice(v.Type(), 1, 1))
+		return fill(t, v.Index(0), name+"[0]")
+	case v.Kind() == reflect.String:
+		v.SetString("value of " + name)
+	case v.Kind() == reflect.Bool:
+		v.SetBool(true)
+	case v.CanInt():
+		v.SetInt(42)
+	default:
+		t.Fatalf("%s is a %s: teach fill (and AppendJSON) about it", name, v.Kind())
+	}
+	return 1
 }
