@@ -8,7 +8,7 @@ import (
 
 // procScaler moves GOMAXPROCS between Procs.Busy and Procs.Idle: down when
 // the daemon hands memory back at idle (pagetrim.go), up with the next
-// message (the hub's MessageIn). The zero Procs (the operator set
+// message (the hub's MessageIn) or finished turn (TurnDone). The zero Procs (the operator set
 // GOMAXPROCS) leaves the count alone.
 type procScaler struct {
 	procs   Procs

@@ -4,6 +4,10 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/switchboard-bot/switchboard/agent"
+	"github.com/switchboard-bot/switchboard/internal/metrics"
+	"github.com/switchboard-bot/switchboard/internal/ui"
 )
 
 // A message that arrives while the idle release is lowering the P count
@@ -60,5 +64,23 @@ func TestProcScalerMessageDuringLowering(t *testing.T) {
 		if got := runtime.GOMAXPROCS(0); got != 3 {
 			t.Errorf("%s: after the next message GOMAXPROCS %d, want the busy count 3", tt.name, got)
 		}
+	}
+}
+
+// A turn no new message started (the inbox replayed at start, a scheduled
+// job, a turn for a message another replica accepted) takes the busy count
+// too.
+func TestTurnWithoutMessageTakesBusyProcs(t *testing.T) {
+	prev := runtime.GOMAXPROCS(3)
+	defer runtime.GOMAXPROCS(prev)
+	p := &procScaler{procs: Procs{Idle: 1, Busy: 3}}
+	p.idle(nil)
+	if got := runtime.GOMAXPROCS(0); got != 1 {
+		t.Fatalf("idle: GOMAXPROCS %d, want 1", got)
+	}
+	o := consoleObserver{metrics.New(), ui.NewStats(time.Now), p}
+	o.TurnDone("telegram", agent.Result{Text: "reminder"}, nil, time.Millisecond)
+	if got := runtime.GOMAXPROCS(0); got != 3 {
+		t.Errorf("after a turn: GOMAXPROCS %d, want the busy count 3", got)
 	}
 }

@@ -48,7 +48,11 @@ func (o consoleObserver) MessageIn(channel string) {
 	o.stats.MessageIn(channel)
 }
 
+// TurnDone also takes the busy P count: turns that no new message started
+// (the inbox replayed at start, scheduled jobs, in a cluster the turns of
+// messages another replica accepted) are work too.
 func (o consoleObserver) TurnDone(channel string, res agent.Result, err error, dur time.Duration) {
+	o.procs.busy()
 	o.Metrics.TurnDone(channel, res, err, dur)
 	o.stats.TurnDone(channel, res, err, dur)
 }
