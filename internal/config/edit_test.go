@@ -174,6 +174,30 @@ func TestSetInFileRefusesInvalid(t *testing.T) {
 	}
 }
 
+// TestSetInvalidValueErrorShowsNoSecret: a value that is not valid YAML is
+// refused without quoting it. The value of a section can carry a secret
+// ({api_key: …}), and the error reaches the terminal, the console page and
+// the console's audit log.
+func TestSetInvalidValueErrorShowsNoSecret(t *testing.T) {
+	const secret = "sk-typed-in-plain-text-0123456789"
+	for _, kv := range [][2]string{
+		{"llm", "{api_key: " + secret + ", model: [gpt"},
+		{"channels.discord", "{token: " + secret + ", enabled: [true}"},
+		{"mcp.servers", `{gh: {command: npx, env: {GITHUB_TOKEN: "` + secret + `}}}`},
+	} {
+		path := copyInput(t, "edit_input.yaml", 0o600)
+		_, _, _, perr := SetPreview(path, kv[0], kv[1])
+		for _, err := range []error{SetInFile(path, kv[0], kv[1]), perr} {
+			if err == nil || !strings.Contains(err.Error(), "not valid YAML") {
+				t.Fatalf("set %s: error = %v, want it to say the value is not valid YAML", kv[0], err)
+			}
+			if strings.Contains(err.Error(), secret) {
+				t.Errorf("set %s: the error shows the value: %v", kv[0], err)
+			}
+		}
+	}
+}
+
 func TestSetInFileUsesProcessEnv(t *testing.T) {
 	t.Setenv("TELEGRAM_BOT_TOKEN", "123:abc")
 	path := copyInput(t, "edit_input.yaml", 0o600)

@@ -231,7 +231,9 @@ func (e *Editor) valueNode(value string) (*yaml.Node, error) {
 		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: value}, nil
 	}
 	if perr != nil {
-		return nil, fmt.Errorf("value %q is not valid YAML: %v", truncate(value, 60), strings.TrimPrefix(perr.Error(), "yaml: "))
+		// The value is not quoted: a section's value can hold a secret
+		// ({api_key: …}), and this error is printed and audited.
+		return nil, fmt.Errorf("the value is not valid YAML: %v", strings.TrimPrefix(perr.Error(), "yaml: "))
 	}
 	if n == nil || isNull(n) {
 		return nil, fmt.Errorf("empty value: use `config unset %s` to restore the default", e.key)
