@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -113,34 +114,99 @@ func PlaintextSecrets(data []byte) []string {
 		return nil
 	}
 	var out []string
-	var walk func(n *yaml.Node, key string)
-	walk = func(n *yaml.Node, key string) {
-		n = resolveAlias(n)
-		switch n.Kind {
-		case yaml.MappingNode:
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				k := n.Content[i].Value
-				if key != "" {
-					k = key + "." + k
-				}
-				walk(n.Content[i+1], k)
-			}
-		case yaml.SequenceNode:
-			for i, c := range n.Content {
-				walk(c, key+"["+strconv.Itoa(i)+"]")
-			}
-		case yaml.ScalarNode:
-			v := n.Value
-			if v == "" || strings.Contains(v, "${") {
-				return
-			}
-			if IsSecretKey(key) || mcpSecretKey(key) || (IsURLKey(key) && RedactURL(v) != v) {
-				out = append(out, fmt.Sprintf("line %d: %s", n.Line, key))
-			}
+	walkPlaintextSecrets(root, "", func(n *yaml.Node, key string) {
+		out = append(out, fmt.Sprintf("line %d: %s", n.Line, key))
+	})
+	return out
+}
+
+// PlaintextSecretLines returns the lines of data (1-based) that show a value
+// PlaintextSecrets lists: true for the line where the value starts (its key
+// may be on it too), false for the further lines of a value written over
+// several lines (up to where the next node starts).
+func PlaintextSecretLines(data []byte) map[int]bool {
+	root, err := parseYAML("config.yaml", data)
+	if err != nil || root == nil {
+		return nil
+	}
+	var starts []int
+	var collect func(n *yaml.Node)
+	collect = func(n *yaml.Node) {
+		starts = append(starts, n.Line)
+		for _, c := range n.Content {
+			collect(c)
 		}
 	}
-	walk(root, "")
+	collect(root)
+	sort.Ints(starts)
+	last := bytes.Count(data, []byte("\n")) + 1
+	out := map[int]bool{}
+	walkPlaintextSecrets(root, "", func(n *yaml.Node, _ string) {
+		end := last
+		if i := sort.SearchInts(starts, n.Line+1); i < len(starts) {
+			end = starts[i] - 1
+		}
+		out[n.Line] = true
+		for l := n.Line + 1; l <= end; l++ {
+			if _, ok := out[l]; !ok {
+				out[l] = false
+			}
+		}
+	})
 	return out
+}
+
+// ValueHoldsSecret reports whether value, set at key (a dotted path, as
+// SetInFile takes it), writes a secret in plain text below key: a section
+// given whole with one inside ("channels.discord" = {token: …}). A value
+// that is not valid YAML cannot be checked and counts as holding one.
+func ValueHoldsSecret(key, value string) bool {
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte(value), &doc); err != nil {
+		return true
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
+		return false
+	}
+	n := doc.Content[0]
+	parts := strings.Split(strings.NewReplacer("[", ".", "]", "").Replace(key), ".")
+	for i := len(parts) - 1; i >= 0; i-- {
+		n = &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{{Kind: yaml.ScalarNode, Value: parts[i]}, n}}
+	}
+	found := false
+	walkPlaintextSecrets(n, "", func(*yaml.Node, string) { found = true })
+	return found
+}
+
+// walkPlaintextSecrets calls found for every secret-valued scalar below n
+// (key is n's dotted key) written as literal text.
+func walkPlaintextSecrets(n *yaml.Node, key string, found func(n *yaml.Node, key string)) {
+	n = resolveAlias(n)
+	if n == nil {
+		return
+	}
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i].Value
+			if key != "" {
+				k = key + "." + k
+			}
+			walkPlaintextSecrets(n.Content[i+1], k, found)
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			walkPlaintextSecrets(c, key+"["+strconv.Itoa(i)+"]", found)
+		}
+	case yaml.ScalarNode:
+		v := n.Value
+		if v == "" || strings.Contains(v, "${") {
+			return
+		}
+		if IsSecretKey(key) || mcpSecretKey(key) || (IsURLKey(key) && RedactURL(v) != v) {
+			found(n, key)
+		}
+	}
 }
 
 // mcpSecretKey reports whether key is an MCP server's env variable or

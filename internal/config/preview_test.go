@@ -30,6 +30,31 @@ func TestPlaintextSecrets(t *testing.T) {
 	}
 }
 
+func TestPlaintextSecretLines(t *testing.T) {
+	data := "llm:\n  api_key: |\n    sk-line-one\n    sk-line-two\n  model: m\nchannels:\n  discord: {enabled: true, token: t0k}\n" +
+		"  slack:\n    bot_token: ${SLACK_BOT_TOKEN}\n"
+	want := map[int]bool{2: true, 3: false, 4: false, 7: true}
+	if got := PlaintextSecretLines([]byte(data)); !reflect.DeepEqual(got, want) {
+		t.Errorf("= %v, want %v", got, want)
+	}
+	for _, tc := range []struct {
+		key, value string
+		want       bool
+	}{
+		{"channels.discord", "{enabled: true, token: t0k}", true},
+		{"channels.discord", `{enabled: true, token: "${DISCORD_BOT_TOKEN}"}`, false},
+		{"llm", "{base_url: 'http://u:pw@h/v1'}", true},
+		{"llm", "{model: m, temperature: 0.2}", false},
+		{"mcp.servers.gh", "{command: npx, env: {GITHUB_TOKEN: ghp}}", true},
+		{"llm.model", "m", false},
+		{"llm", "{api_key: sk, model: [", true}, // not YAML: cannot be checked
+	} {
+		if got := ValueHoldsSecret(tc.key, tc.value); got != tc.want {
+			t.Errorf("ValueHoldsSecret(%s, %s) = %v, want %v", tc.key, tc.value, got, tc.want)
+		}
+	}
+}
+
 func TestReplaceFileValidatesBeforeWriting(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "config.yaml")
 	orig := []byte("# keep\nllm:\n  model: a\n")

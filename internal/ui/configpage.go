@@ -73,7 +73,8 @@ func (s *Server) configKey(w http.ResponseWriter, r *http.Request) {
 	}
 	key, value := strings.TrimSpace(r.PostFormValue("key")), r.PostFormValue("value")
 	d.Key = key
-	d.KeySecret = config.IsSecretKey(key) || mcpSecret(key) || (config.IsURLKey(key) && config.RedactURL(value) != value)
+	d.KeySecret = config.IsSecretKey(key) || mcpSecret(key) || (config.IsURLKey(key) && config.RedactURL(value) != value) ||
+		config.ValueHoldsSecret(key, value)
 	if !d.KeySecret {
 		d.Value = value
 	}
@@ -98,6 +99,7 @@ func (s *Server) configKey(w http.ResponseWriter, r *http.Request) {
 			context = 0 // unchanged lines could be plain-text secrets
 		}
 		d.Diff, d.Preview, d.NoChange = lineDiff(string(before), string(after), context), "key", string(before) == string(after)
+		d.Diff = hideSecrets(d.Diff, config.PlaintextSecretLines(before), config.PlaintextSecretLines(after))
 		if d.KeySecret {
 			d.Diff = maskDiff(d.Diff)
 		}
@@ -186,13 +188,37 @@ func maskDiff(lines []diffLine) []diffLine {
 		if l.Op != "+" && l.Op != "-" {
 			continue
 		}
-		if k, _, ok := strings.Cut(l.Text, ":"); ok {
-			out[i].Text = k + ": [redacted]"
-		} else {
-			out[i].Text = "[redacted]"
+		out[i].Text = maskLine(l.Text, true)
+	}
+	return out
+}
+
+// hideSecrets masks the lines of a diff that show a secret written in plain
+// text in the old or the new file (config.PlaintextSecretLines of each),
+// whatever key was edited: a line such as `discord: {enabled: true, token:
+// …}` changes with channels.discord.enabled, and a section set whole drops
+// the old line.
+func hideSecrets(lines []diffLine, before, after map[int]bool) []diffLine {
+	out := make([]diffLine, len(lines))
+	for i, l := range lines {
+		out[i] = l
+		startA, inA := before[l.A]
+		startB, inB := after[l.B]
+		if (l.A > 0 && inA) || (l.B > 0 && inB) {
+			out[i].Text = maskLine(l.Text, (!inA || startA) && (!inB || startB))
 		}
 	}
 	return out
+}
+
+// maskLine hides a line's value; keepKey keeps what comes before its first
+// ":" (a line where a value starts shows its key; the further lines of a
+// value written over several lines show nothing).
+func maskLine(text string, keepKey bool) string {
+	if k, _, ok := strings.Cut(text, ":"); ok && keepKey {
+		return k + ": [redacted]"
+	}
+	return "[redacted]"
 }
 
 // mcpSecret reports an MCP server's env variable or header key.

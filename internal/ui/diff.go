@@ -6,6 +6,7 @@ import "strings"
 type diffLine struct {
 	Op   string // " ", "+", "-", "…"
 	Text string
+	A, B int // the line's number in the old and the new text (0: not in it)
 }
 
 // maxDiffLines bounds the inputs of lineDiff (the table is quadratic).
@@ -18,11 +19,11 @@ func lineDiff(a, b string, context int) []diffLine {
 	x, y := splitLines(a), splitLines(b)
 	if len(x) > maxDiffLines || len(y) > maxDiffLines || len(x)*len(y) > 4_000_000 {
 		out := make([]diffLine, 0, len(x)+len(y))
-		for _, l := range x {
-			out = append(out, diffLine{"-", l})
+		for i, l := range x {
+			out = append(out, diffLine{Op: "-", Text: l, A: i + 1})
 		}
-		for _, l := range y {
-			out = append(out, diffLine{"+", l})
+		for j, l := range y {
+			out = append(out, diffLine{Op: "+", Text: l, B: j + 1})
 		}
 		return out
 	}
@@ -45,13 +46,13 @@ func lineDiff(a, b string, context int) []diffLine {
 	for i < len(x) || j < len(y) {
 		switch {
 		case i < len(x) && j < len(y) && x[i] == y[j]:
-			all = append(all, diffLine{" ", x[i]})
+			all = append(all, diffLine{Op: " ", Text: x[i], A: i + 1, B: j + 1})
 			i, j = i+1, j+1
 		case i < len(x) && (j == len(y) || lcs[i+1][j] >= lcs[i][j+1]):
-			all = append(all, diffLine{"-", x[i]})
+			all = append(all, diffLine{Op: "-", Text: x[i], A: i + 1})
 			i++
 		default:
-			all = append(all, diffLine{"+", y[j]})
+			all = append(all, diffLine{Op: "+", Text: y[j], B: j + 1})
 			j++
 		}
 	}
@@ -77,13 +78,13 @@ func withContext(all []diffLine, n int) []diffLine {
 			continue
 		}
 		if skipped {
-			out = append(out, diffLine{"…", ""})
+			out = append(out, diffLine{Op: "…"})
 		}
 		skipped = false
 		out = append(out, l)
 	}
 	if skipped && len(out) > 0 {
-		out = append(out, diffLine{"…", ""})
+		out = append(out, diffLine{Op: "…"})
 	}
 	return out
 }
