@@ -254,3 +254,37 @@ func TestOverviewAndSessions(t *testing.T) {
 		t.Error("after the reset the session still shows its conversation")
 	}
 }
+
+// TestPersonaEditInTwoTabsLosesNoSave: two editors opened on the same
+// persona; the second save, based on the text before the first, is refused
+// (its text kept in the editor) instead of silently overwriting the first.
+func TestPersonaEditInTwoTabsLosesNoSave(t *testing.T) {
+	r := startConsole(t, cOptions{})
+	c := newClient(t, r.base)
+	c.login(cAdminToken)
+	file := filepath.Join(r.dir, "personas", "assistant.md")
+	base := regexp.MustCompile(`name="base" value="([0-9a-f]*)"`)
+	var bases []string // what each tab's form sends along (nothing if it has no such field)
+	for range 2 {
+		m := base.FindStringSubmatch(c.get("/ui/personas/edit?name=assistant").Body)
+		if m == nil {
+			m = []string{"", ""}
+		}
+		bases = append(bases, m[1])
+	}
+	first := "---\ndescription: First tab\n---\nYou are the first tab's assistant.\n"
+	second := "---\ndescription: Second tab\n---\nYou are the second tab's assistant.\n"
+	if got := c.post("/ui/personas/save", url.Values{"name": {"assistant"}, "base": {bases[0]}, "text": {first}}); got.Code != http.StatusSeeOther {
+		t.Fatalf("the first save = %d:\n%s", got.Code, got.Body)
+	}
+	got := c.post("/ui/personas/save", url.Values{"name": {"assistant"}, "base": {bases[1]}, "text": {second}})
+	if got.Code != http.StatusUnprocessableEntity || !strings.Contains(got.Body, "changed since") {
+		t.Errorf("the second save, based on the old text = %d, want 422 saying the file changed:\n%s", got.Code, got.Body)
+	}
+	if !strings.Contains(got.Body, "second tab&#39;s assistant") {
+		t.Error("the refused text is not kept in the editor")
+	}
+	if data, err := os.ReadFile(file); err != nil || string(data) != first {
+		t.Errorf("%s = %q, %v; want the first save kept", file, data, err)
+	}
+}

@@ -58,6 +58,7 @@ type personaData struct {
 	New   bool
 	Text  string
 	File  string
+	Base  string // hash of the file the editor started from (of nothing: no file yet)
 	Error string
 }
 
@@ -83,8 +84,9 @@ func (s *Server) personaEdit(w http.ResponseWriter, r *http.Request) {
 	data, err := os.ReadFile(d.File)
 	switch {
 	case err == nil:
-		d.Text = string(data)
+		d.Text, d.Base = string(data), hashOf(data)
 	case errors.Is(err, fs.ErrNotExist):
+		d.Base = hashOf(nil)
 		// A built-in: start from its shipped file; saving writes it to the directory.
 		def, ok := personas.DefaultFile(name)
 		if !ok {
@@ -112,7 +114,7 @@ func (s *Server) personaEdit(w http.ResponseWriter, r *http.Request) {
 func (s *Server) personaSave(w http.ResponseWriter, r *http.Request) {
 	name := strings.TrimSpace(r.PostFormValue("name"))
 	text := strings.ReplaceAll(r.PostFormValue("text"), "\r\n", "\n")
-	d := personaData{Name: name, New: r.PostFormValue("new") == "1", Text: text}
+	d := personaData{Name: name, New: r.PostFormValue("new") == "1", Text: text, Base: r.PostFormValue("base")}
 	refuse := func(msg string) {
 		d.Error = msg
 		s.audit(r.Context(), "persona.edit", "", name+" (refused)", clip(500, msg))
@@ -128,6 +130,11 @@ func (s *Server) personaSave(w http.ResponseWriter, r *http.Request) {
 			refuse(fmt.Sprintf("%s already exists: edit it instead.", d.File))
 			return
 		}
+	} else if cur, err := os.ReadFile(d.File); (err == nil && d.Base != hashOf(cur)) || (err != nil && d.Base != hashOf(nil)) {
+		// Another tab (or an editor on the host) saved since this page was
+		// loaded: writing would silently drop that save.
+		refuse(fmt.Sprintf("%s changed since this page was loaded; nothing was written. Copy your text, reload the page and edit again.", d.File))
+		return
 	}
 	p, err := personas.Parse(d.File, []byte(text))
 	if err == nil {
