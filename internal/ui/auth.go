@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -162,9 +164,20 @@ func (a *auth) require(next http.HandlerFunc) http.Handler {
 				http.Error(w, "refused: the request came from another site", http.StatusForbidden)
 				return
 			}
+			// The bound holds however the token comes; a form cut by it is
+			// refused as too large, not for the token the cut part held.
+			r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+			if err := parseForm(r); err != nil {
+				if tooBig := (*http.MaxBytesError)(nil); errors.As(err, &tooBig) {
+					http.Error(w, fmt.Sprintf("refused: the request is over %d MiB, the most a form (a config file, a persona) may be", maxForm>>20),
+						http.StatusRequestEntityTooLarge)
+					return
+				}
+				http.Error(w, "refused: unreadable form", http.StatusBadRequest)
+				return
+			}
 			got := r.Header.Get("X-CSRF-Token")
 			if got == "" {
-				r.Body = http.MaxBytesReader(w, r.Body, maxForm)
 				got = r.PostFormValue("csrf")
 			}
 			if !equal(got, s.csrf) {
@@ -178,6 +191,18 @@ func (a *auth) require(next http.HandlerFunc) http.Handler {
 
 // maxForm bounds a form body (a whole config file or persona fits).
 const maxForm = 4 << 20
+
+// parseForm reads r's form, URL-encoded or multipart (ParseMultipartForm
+// alone reports a URL-encoded body's error as ErrNotMultipart).
+func parseForm(r *http.Request) error {
+	if err := r.ParseForm(); err != nil {
+		return err
+	}
+	if err := r.ParseMultipartForm(maxForm); err != nil && !errors.Is(err, http.ErrNotMultipart) {
+		return err
+	}
+	return nil
+}
 
 func equal(a, b string) bool {
 	return a != "" && b != "" && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
