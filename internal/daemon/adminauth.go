@@ -5,6 +5,10 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
 
 	"github.com/switchboard-bot/switchboard/internal/config"
 )
@@ -33,7 +37,8 @@ import (
 //     with its author's own pairing code, or read the sessions.
 //
 // A request turned away for coming through a proxy or from another site gets
-// 403, any other request without a valid token 401.
+// 403, any other request without a valid token 401. Wrong tokens are limited
+// per client address (guessLimit): past the limit, 429.
 
 // proxyHeaders mark a request that came through a reverse proxy.
 var proxyHeaders = []string{"Forwarded", "X-Forwarded-For", "X-Real-Ip", "X-Forwarded-Host", "X-Forwarded-Proto"}
@@ -108,4 +113,56 @@ func loopbackHost(hostport string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// guessLimit bounds wrong admin tokens per client address (the TCP peer;
+// proxy headers are not trusted): adminGuessesPerMinute a minute, with a
+// burst of as many. The console's login takes the same token and limits its
+// attempts; without this the token could be guessed through /admin/* at
+// network speed. While an address is limited no token from it is checked,
+// so a guess that would be right gains nothing; other addresses (the local
+// CLI) go on.
+type guessLimit struct {
+	mu    sync.Mutex
+	perIP map[string]*rate.Limiter
+}
+
+const adminGuessesPerMinute = 5
+
+func newGuessLimit() *guessLimit { return &guessLimit{perIP: map[string]*rate.Limiter{}} }
+
+func (g *guessLimit) limiter(ip string) *rate.Limiter {
+	l := g.perIP[ip]
+	if l == nil {
+		if len(g.perIP) >= 4096 { // bounded: forget every address at once
+			g.perIP = map[string]*rate.Limiter{}
+		}
+		l = rate.NewLimiter(rate.Limit(float64(adminGuessesPerMinute)/60), adminGuessesPerMinute)
+		g.perIP[ip] = l
+	}
+	return l
+}
+
+// limited reports whether ip has no guess left now.
+func (g *guessLimit) limited(ip string, now time.Time) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	l := g.perIP[ip]
+	return l != nil && l.TokensAt(now) < 1
+}
+
+// wrong counts a wrong token from ip.
+func (g *guessLimit) wrong(ip string, now time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.limiter(ip).AllowN(now, 1)
+}
+
+// peerIP is the TCP peer's address of r.
+func peerIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
 }

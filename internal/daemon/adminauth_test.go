@@ -1,6 +1,8 @@
 package daemon_test
 
 import (
+	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -112,5 +114,58 @@ func TestAdminNeedsTokenInWebhookMode(t *testing.T) {
 	log := r.log.String()
 	if !strings.Contains(log, "admin endpoints need a token: a webhook mode is on") || !strings.Contains(log, "channels.telegram.mode: webhook") {
 		t.Errorf("the start-up log does not say why admin needs a token:\n%s", log)
+	}
+}
+
+// adminFrom sends GET path with token from the local address src (a
+// loopback address other than 127.0.0.1 is another client).
+func adminFrom(t *testing.T, r *rig, src, path, token string) (int, http.Header) {
+	t.Helper()
+	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
+	client := &http.Client{Transport: &http.Transport{DialContext: dialer.DialContext}}
+	defer client.CloseIdleConnections()
+	req, err := http.NewRequest(http.MethodGet, r.url()+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode, resp.Header
+}
+
+// TestAdminTokenGuessesAreLimited: the admin endpoints take the same token
+// as the console's login, whose attempts are limited; wrong bearer tokens
+// are limited per client address the same way (5 a minute), so the token
+// cannot be guessed at network speed through /admin/*. While an address is
+// limited even the right token is refused from it; other addresses (the
+// local CLI) are not affected.
+func TestAdminTokenGuessesAreLimited(t *testing.T) {
+	llm := fakellm.Start(t, fakellm.Echo())
+	cfg := baseConfig(t, llm)
+	const token = "admin-token-guess-test-0123456789"
+	cfg.Server.AdminToken = config.NewSecret(token)
+	r := startDaemon(t, cfg, token)
+	var codes []int
+	for i := range 6 {
+		code, _ := adminFrom(t, r, "127.0.0.1", "/admin/status", fmt.Sprintf("guess-%d", i))
+		codes = append(codes, code)
+	}
+	for i, code := range codes[:5] {
+		if code != http.StatusUnauthorized {
+			t.Errorf("wrong token %d = %d, want 401", i+1, code)
+		}
+	}
+	if codes[5] != http.StatusTooManyRequests {
+		t.Errorf("wrong token 6 = %d, want 429", codes[5])
+	}
+	if code, hdr := adminFrom(t, r, "127.0.0.1", "/admin/status", token); code != http.StatusTooManyRequests || hdr.Get("Retry-After") == "" {
+		t.Errorf("the right token from the guessing address = %d (Retry-After %q), want 429 with Retry-After", code, hdr.Get("Retry-After"))
+	}
+	if code, _ := adminFrom(t, r, "127.0.0.2", "/admin/status", token); code != http.StatusOK {
+		t.Errorf("the right token from another address = %d, want 200", code)
 	}
 }

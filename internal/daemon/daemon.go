@@ -107,7 +107,8 @@ type Daemon struct {
 
 	reloadMu sync.Mutex // one reload at a time
 
-	localToken string // admin token for local CLI commands (admintoken.go); set before the HTTP server starts
+	localToken   string      // admin token for local CLI commands (admintoken.go); set before the HTTP server starts
+	adminGuesses *guessLimit // wrong admin tokens per address (adminauth.go); set with localToken
 }
 
 // New opens the store and builds the agent, handler and channels. It does not

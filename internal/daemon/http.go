@@ -24,6 +24,7 @@ func (d *Daemon) startHTTP() error {
 		return nil
 	}
 	d.localToken = d.writeLocalToken()
+	d.adminGuesses = newGuessLimit()
 	if cfg := d.config(); cfg.Server.AdminToken.Value() == "" && isLoopback(listen) && len(webhookModes(cfg)) > 0 {
 		d.log.Warn("admin endpoints need a token: a webhook mode is on, so requests may come through a reverse proxy; local CLI commands use "+AdminTokenFile+" in bot.data_dir, set server.admin_token for anything else",
 			"webhook", strings.Join(webhookModes(cfg), ", "))
@@ -114,12 +115,22 @@ func (d *Daemon) admin(next http.Handler) http.Handler {
 	token := d.config().Server.AdminToken.Value()
 	tokenless := tokenlessAdmin(d.config())
 	local := d.localToken
+	guesses := d.adminGuesses
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !tokenless || !fromLoopbackPeer(r) || viaProxy(r) || crossSite(r) {
 			got := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+			ip, now := peerIP(r), time.Now()
+			if got != "" && guesses.limited(ip, now) {
+				w.Header().Set("Retry-After", "60")
+				http.Error(w, "too many wrong admin tokens from this address: wait a minute and try again", http.StatusTooManyRequests)
+				return
+			}
 			okToken := token != "" && subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1
 			okLocal := local != "" && subtle.ConstantTimeCompare([]byte(got), []byte(local)) == 1
 			if !okToken && !okLocal {
+				if got != "" {
+					guesses.wrong(ip, now)
+				}
 				if tokenless && viaProxy(r) {
 					http.Error(w, "admin endpoints are not served through a proxy without a token: set server.admin_token (Authorization: Bearer …)", http.StatusForbidden)
 					return
