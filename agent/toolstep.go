@@ -13,10 +13,11 @@ import (
 // plannedCall is one tool call of a step: checked, then run (when run is set)
 // and its result recorded.
 type plannedCall struct {
-	call memory.ToolCall
-	tool Tool
-	run  bool
-	res  toolRun
+	call   memory.ToolCall
+	tool   Tool
+	run    bool
+	noTool bool // no tool has the name the model called
+	res    toolRun
 }
 
 // stepStop says why a step's tool calls end the turn (stop unset = they don't).
@@ -123,6 +124,7 @@ func (t *turn) planTool(ctx context.Context, p *plannedCall) stepStop {
 			p.deny(fmt.Errorf("the tool %s is not allowed in this chat; %s", c.Name, t.toolNames()))
 			return stepStop{true, FinishToolDenied, fmt.Sprintf("the call of %s was denied", c.Name)}
 		}
+		p.noTool = true
 		p.fail(fmt.Sprintf("unknown tool %q; %s", c.Name, t.toolNames()))
 		return stepStop{}
 	}
@@ -183,7 +185,7 @@ func (t *turn) recordTools(ctx context.Context, plans []plannedCall) {
 			ToolCallID: p.call.ID, Name: p.call.Name, Time: t.now()})
 		call := p.call
 		t.emit(Event{Kind: EventToolResult, Text: p.res.output, ToolCall: &call, IsError: p.res.isError})
-		e := TraceEntry{Kind: TraceTool, Tool: p.call.Name, Args: summarize(p.call.Arguments, 200),
+		e := TraceEntry{Kind: TraceTool, Tool: p.call.Name, NoSuchTool: p.noTool, Args: summarize(p.call.Arguments, 200),
 			Observation: summarize(p.res.output, 200), Elapsed: p.res.elapsed}
 		if p.res.isError {
 			e.Error = summarize(p.res.output, 200)

@@ -46,6 +46,7 @@ type TraceEntry struct {
 	Kind        TraceKind
 	From, To    string // transitions: "planning", "planning/streaming", …
 	Tool        string
+	NoSuchTool  bool   // Tool is a name the model made up (no tool has it)
 	Args        string // argument summary
 	Observation string // observation summary (or the model's finish info)
 	Elapsed     time.Duration

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -257,6 +258,40 @@ func TestMetricsMoveAfterConversation(t *testing.T) {
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %q", want)
+		}
+	}
+}
+
+// TestMetricsNameNoToolTheModelInvented: a tool name is the model's text,
+// and a chat can make the model call any name; each unknown one became a
+// series of switchboard_tool_calls_total that lived as long as the process
+// (unbounded, at any length). Calls of unknown tools count under
+// tool="unknown".
+func TestMetricsNameNoToolTheModelInvented(t *testing.T) {
+	invented := []fakellm.ToolCall{{Name: "current_time", Arguments: `{}`}}
+	for i := range 20 {
+		invented = append(invented, fakellm.ToolCall{Name: fmt.Sprintf("invented_%d_%s", i, strings.Repeat("x", 200)), Arguments: `{}`})
+	}
+	llm := fakellm.Start(t, fakellm.Match(
+		fakellm.Rule{When: fakellm.AfterToolResult, Respond: fakellm.Reply(fakellm.Response{Content: "done"})},
+		fakellm.Rule{Respond: fakellm.Reply(fakellm.Response{ToolCalls: invented})},
+	))
+	l := startLive(t, llm, baseConfig, false)
+	l.ask("c1", "ann", "call whatever you like", 1)
+	resp, err := http.Get("http://" + l.d.Addr().String() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	body := string(b)
+	if strings.Contains(body, "invented_") {
+		t.Errorf("/metrics names the tools the model invented:\n%s", body)
+	}
+	for _, want := range []string{`switchboard_tool_calls_total{tool="current_time"} 1`,
+		`switchboard_tool_calls_total{tool="unknown"} 20`, `switchboard_tool_errors_total{tool="unknown"} 20`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
 		}
 	}
 }

@@ -120,9 +120,13 @@ func (m *Metrics) TurnDone(channel string, res agent.Result, err error, d time.D
 		case agent.TraceModel:
 			m.modelCalls.Inc()
 		case agent.TraceTool:
-			m.toolCalls.WithLabelValues(e.Tool).Inc()
+			tool := e.Tool
+			if e.NoSuchTool {
+				tool = "unknown" // the model's text: one label, not one per name it makes up
+			}
+			m.toolCalls.WithLabelValues(tool).Inc()
 			if e.Error != "" {
-				m.toolErrors.WithLabelValues(e.Tool).Inc()
+				m.toolErrors.WithLabelValues(tool).Inc()
 			}
 		}
 	}
