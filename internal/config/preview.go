@@ -178,6 +178,22 @@ func ValueHoldsSecret(key, value string) bool {
 	return found
 }
 
+// writtenText is the text of a value with ${…} references that the file
+// itself writes: the value as it expands with every variable unset, when a
+// default (${VAR:-…}) contributes to it, else "" (references only, "Bearer
+// ${TOKEN}" included).
+func writtenText(v string) string {
+	withDefaults, _, err := expand(v, nil)
+	if err != nil {
+		return v // not a valid reference: the text is literal
+	}
+	noDefaults, _, _ := expand(v, func(string) (string, bool) { return "\x00", true })
+	if withDefaults == strings.ReplaceAll(noDefaults, "\x00", "") {
+		return ""
+	}
+	return withDefaults
+}
+
 // walkPlaintextSecrets calls found for every secret-valued scalar below n
 // (key is n's dotted key) written as literal text.
 func walkPlaintextSecrets(n *yaml.Node, key string, found func(n *yaml.Node, key string)) {
@@ -200,7 +216,10 @@ func walkPlaintextSecrets(n *yaml.Node, key string, found func(n *yaml.Node, key
 		}
 	case yaml.ScalarNode:
 		v := n.Value
-		if v == "" || strings.Contains(v, "${") {
+		if strings.Contains(v, "${") {
+			v = writtenText(v)
+		}
+		if v == "" {
 			return
 		}
 		if IsSecretKey(key) || mcpSecretKey(key) || (IsURLKey(key) && RedactURL(v) != v) {

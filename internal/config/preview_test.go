@@ -20,6 +20,11 @@ func TestPlaintextSecrets(t *testing.T) {
 		{"mcp env and headers", "mcp:\n  servers:\n    gh:\n      url: http://h/mcp\n      headers: {Authorization: Bearer x}\n",
 			[]string{"line 5: mcp.servers.gh.headers.Authorization"}},
 		{"empty secret", "channels:\n  telegram:\n    token: \"\"\n", nil},
+		{"secret as a default", "llm:\n  api_key: ${OPENAI_API_KEY:-sk-abc}\n", []string{"line 2: llm.api_key"}},
+		{"empty default", "llm:\n  api_key: ${OPENAI_API_KEY:-}\n", nil},
+		{"reference in a header", "mcp:\n  servers:\n    f:\n      headers: {Authorization: Bearer ${T}}\n", nil},
+		{"url default with a password", "llm:\n  base_url: http://u:${PASS:-pw}@h/v1\n", []string{"line 2: llm.base_url"}},
+		{"url default without credentials", "llm:\n  base_url: ${OPENAI_BASE_URL:-http://127.0.0.1:11434/v1}\n", nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -53,3 +53,29 @@ func TestConfigKeyEditNeverShowsASecret(t *testing.T) {
 		"value": {"{api_key: " + secret2 + ", modle: x}"}, "action": {"preview"}}), http.StatusUnprocessableEntity, secret2)
 	noSecret("the audit log", c.get("/ui/audit"), http.StatusOK, secret1, secret2)
 }
+
+// TestConfigFileWithASecretDefaultIsNotShownWhole: a secret written as the
+// default of an environment reference (${OPENAI_API_KEY:-sk-…}, the form the
+// shipped config.yaml documents) is a secret in plain text: the config page
+// names it and does not show the file whole.
+func TestConfigFileWithASecretDefaultIsNotShownWhole(t *testing.T) {
+	const secret = "sk-default-in-the-file-0123456789"
+	r := startConsole(t, cOptions{})
+	data, err := os.ReadFile(r.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Replace(string(data), "api_key: ${SB_CONSOLE_LLM_KEY}", "api_key: ${SB_CONSOLE_NO_SUCH_KEY:-"+secret+"}", 1)
+	if err := os.WriteFile(r.path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, r.base)
+	c.login(cAdminToken)
+	page := c.get("/ui/config")
+	if page.Code != http.StatusOK || strings.Contains(page.Body, secret) || strings.Contains(page.Body, `id="config-text"`) {
+		t.Errorf("/ui/config = %d and shows the file whole (secret shown: %v)", page.Code, strings.Contains(page.Body, secret))
+	}
+	if !strings.Contains(page.Body, "llm.api_key") {
+		t.Error("the config page does not name the key written in plain text")
+	}
+}
