@@ -49,7 +49,7 @@ func (a *app) auditCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			tw := tabwriter.NewWriter(a.listOut(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "TIME\tACTOR\tACTION\tSESSION\tDETAIL\tERROR")
 			for _, r := range recs {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.Local().Format(time.DateTime), orDash(r.Actor),

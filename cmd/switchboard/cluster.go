@@ -55,7 +55,7 @@ func (a *app) clusterStatus(ctx context.Context, cfg *config.Config) error {
 		return err
 	}
 	st.ReplicaID = "" // a passive look, not a replica
-	fmt.Fprint(a.stdout, daemon.FormatClusterStatus(st, c.TTL()))
+	fmt.Fprint(a.listOut(), daemon.FormatClusterStatus(st, c.TTL()))
 	store, err := daemon.OpenStore(cfg, log)
 	if err != nil {
 		return err

@@ -34,10 +34,10 @@ func (a *app) jobsCmd() *cobra.Command {
 				return err
 			}
 			if len(rows) == 0 {
-				fmt.Fprintln(a.stdout, "no jobs")
+				fmt.Fprintln(a.listOut(), "no jobs")
 				return nil
 			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			tw := tabwriter.NewWriter(a.listOut(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tKIND\tSOURCE\tSCHEDULE\tNEXT\tLAST\tSTATE")
 			for _, r := range rows {
 				next := "-"
@@ -68,7 +68,7 @@ func (a *app) jobsCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				fmt.Fprintln(a.stdout, msg)
+				fmt.Fprintln(a.listOut(), msg)
 				return nil
 			},
 		})

@@ -48,7 +48,7 @@ func (a *app) mcpCmd() *cobra.Command {
 				}
 			}
 			slices.SortFunc(st, func(x, y mcp.ServerStatus) int { return strings.Compare(x.Name, y.Name) })
-			writeMCPList(a.stdout, source, st)
+			writeMCPList(a.listOut(), source, st)
 			return nil
 		},
 	})

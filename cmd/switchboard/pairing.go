@@ -38,10 +38,10 @@ func (a *app) pairingCmd() *cobra.Command {
 				return err
 			}
 			if len(reqs) == 0 {
-				fmt.Fprintln(a.stdout, "no pending pairing codes")
+				fmt.Fprintln(a.listOut(), "no pending pairing codes")
 				return nil
 			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			tw := tabwriter.NewWriter(a.listOut(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "CODE\tUSER\tNAME\tEXPIRES")
 			for _, r := range reqs {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Code, r.User, orDash(r.Name), r.Expires.Local().Format(time.DateTime))
@@ -77,7 +77,7 @@ func (a *app) pairingCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(a.stdout, "approved %s (%s)\n", req.User, orDash(req.Name))
+			fmt.Fprintf(a.listOut(), "approved %s (%s)\n", req.User, orDash(req.Name))
 			return nil
 		},
 	})

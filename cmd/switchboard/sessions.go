@@ -88,14 +88,14 @@ func (a *app) sessionsCmd() *cobra.Command {
 				if err := remote.call(cmd.Context(), http.MethodPost, "/admin/sessions/reset", url.Values{"key": {args[0]}}, &msg); err != nil {
 					return err
 				}
-				fmt.Fprintln(a.stdout, msg)
+				fmt.Fprintln(a.listOut(), msg)
 				return nil
 			}
 			return withStore(cfg, func(st memory.Store) error {
 				if err := daemon.ResetSession(cmd.Context(), st, args[0], "cli", time.Now()); err != nil {
 					return localErr(err)
 				}
-				fmt.Fprintf(a.stdout, "reset %s (the previous conversation is archived)\n", args[0])
+				fmt.Fprintf(a.listOut(), "reset %s (the previous conversation is archived)\n", args[0])
 				return nil
 			})
 		},
@@ -121,10 +121,10 @@ func (a *app) listSessions(ctx context.Context) error {
 		return err
 	}
 	if len(list) == 0 {
-		fmt.Fprintln(a.stdout, "no sessions yet")
+		fmt.Fprintln(a.listOut(), "no sessions yet")
 		return nil
 	}
-	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(a.listOut(), 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SESSION\tTURNS\tMESSAGES\tTOKENS\tPERSONA\tUPDATED")
 	for _, s := range list {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\n", s.Key, s.Turns, s.Messages, s.Usage.TotalTokens,
@@ -155,13 +155,13 @@ func (a *app) showSession(ctx context.Context, key string, archives bool) error 
 		return err
 	}
 	meta := v.Meta
-	fmt.Fprintf(a.stdout, "session %s — %d turns, %d tokens, persona %s\n", meta.Key, meta.Turns, meta.Usage.TotalTokens, orDash(meta.Persona))
+	fmt.Fprintf(a.listOut(), "session %s — %d turns, %d tokens, persona %s\n", meta.Key, meta.Turns, meta.Usage.TotalTokens, orDash(meta.Persona))
 	if archives {
 		for _, arc := range v.Archives {
-			fmt.Fprintf(a.stdout, "\n=== archived %s (%s)\n", arc.ID, arc.Archived.Local().Format(time.DateTime))
+			fmt.Fprintf(a.listOut(), "\n=== archived %s (%s)\n", arc.ID, arc.Archived.Local().Format(time.DateTime))
 			a.printTurns(arc.Turns)
 		}
-		fmt.Fprintln(a.stdout, "\n=== current")
+		fmt.Fprintln(a.listOut(), "\n=== current")
 	}
 	a.printTurns(v.Turns)
 	return nil
@@ -174,12 +174,12 @@ func (a *app) printTurns(turns []memory.Turn) {
 			switch {
 			case m.Role == memory.RoleAssistant && len(m.ToolCalls) > 0:
 				for _, c := range m.ToolCalls {
-					fmt.Fprintf(a.stdout, "[%s] assistant → %s(%s)\n", ts, c.Name, clip(c.Arguments, 120))
+					fmt.Fprintf(a.listOut(), "[%s] assistant → %s(%s)\n", ts, c.Name, clip(c.Arguments, 120))
 				}
 			case m.Role == memory.RoleTool:
-				fmt.Fprintf(a.stdout, "[%s] tool %s: %s\n", ts, m.Name, clip(m.Content, 200))
+				fmt.Fprintf(a.listOut(), "[%s] tool %s: %s\n", ts, m.Name, clip(m.Content, 200))
 			default:
-				fmt.Fprintf(a.stdout, "[%s] %s: %s\n", ts, m.Role, m.Content)
+				fmt.Fprintf(a.listOut(), "[%s] %s: %s\n", ts, m.Role, m.Content)
 			}
 		}
 	}

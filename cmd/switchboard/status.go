@@ -23,7 +23,7 @@ func (a *app) statusCmd() *cobra.Command {
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), statusTimeout)
 			defer cancel()
-			return remote.copyTo(ctx, "/admin/status", nil, a.stdout)
+			return remote.copyTo(ctx, "/admin/status", nil, a.listOut())
 		},
 	}
 }
