@@ -116,7 +116,8 @@ func loopbackHost(hostport string) bool {
 }
 
 // guessLimit bounds wrong admin tokens per client address (the TCP peer;
-// proxy headers are not trusted): adminGuessesPerMinute a minute, with a
+// proxy headers are not trusted, but requests carrying them count apart from
+// the peer's own): adminGuessesPerMinute a minute, with a
 // burst of as many. The console's login takes the same token and limits its
 // attempts; without this the token could be guessed through /admin/* at
 // network speed. While an address is limited no token from it is checked,
