@@ -72,7 +72,9 @@
 // it is at most grace late (default 5m); otherwise it is a misfire, and
 // misfire "skip" records one "skipped" run while "run_once" runs it once.
 // A new job's first handled time is its creation (config jobs: their first
-// sighting), so nothing before it is caught up. Reminders deliver their text
+// sighting), so nothing before it is caught up. A spec with fixed hours runs
+// once per local date across DST changes (a skipped time runs when the
+// clocks jump, a repeated one at its first pass; heartbeat/schedule). Reminders deliver their text
 // verbatim without a model call; tasks run ProcessDirect in the session
 // "job:<name>" with the job's persona (and tools) and deliver the answer to
 // every deliver_to target, each delivery recorded separately ("delivered"
