@@ -45,7 +45,10 @@
 // the user's last message is older than idle_after; the chat is not busy.
 // The slots are spread over the window (one per equal segment, at an offset
 // hashed from day, target and index), so a restart computes the same plan,
-// and a due slot stays due until used or the window closes. When no target is
+// and a due slot stays due until used or the window closes. A greeting (or
+// a decline) uses every slot already due and every slot less than half a
+// segment ahead: slots missed while the user was busy or the daemon down
+// make one greeting, not one per tick. When no target is
 // eligible no model call is made.
 //
 // Design decision: ProcessDirect commits its turn (instruction as a user
