@@ -74,15 +74,21 @@
 // time and not after now are counted (never a burst): the latest one runs if
 // it is at most grace late (default 5m); otherwise it is a misfire, and
 // misfire "skip" records one "skipped" run while "run_once" runs it once.
+// The occurrence is recorded as handled before its run starts; a run that a
+// killed daemon left "running" is recorded as failed ("interrupted") at the
+// first tick after the restart and, if no newer occurrence is due, run again
+// under the same rules, once. Its deliveries keep their outbox key
+// ("job-<name>-<slot>-<target>"), so only chunks without a platform receipt
+// are sent again (the one resend DESIGN.md allows).
 // A new job's first handled time is its creation (config jobs: their first
 // sighting), so nothing before it is caught up. A spec with fixed hours runs
 // once per local date across DST changes (a skipped time runs when the
-// clocks jump, a repeated one at its first pass; heartbeat/schedule). Reminders deliver their text
-// verbatim without a model call; tasks run ProcessDirect in the session
-// "job:<name>" with the job's persona (and tools) and deliver the answer to
-// every deliver_to target, each delivery recorded separately ("delivered"
-// only when the outbound path returned a platform message id). One-shot (`at`)
-// jobs are retried on failure (only the undelivered targets, with the stored
+// clocks jump, a repeated one at its first pass; heartbeat/schedule).
+// Reminders deliver their text verbatim without a model call; tasks run
+// ProcessDirect in the session "job:<name>" with the job's persona (and
+// tools) and deliver the answer to every deliver_to target, each delivery
+// recorded separately ("delivered" only when the outbound path returned a
+// platform message id). One-shot (`at`) jobs are retried on failure (only the undelivered targets, with the stored
 // answer) up to MaxAttempts, and a runtime one-shot is removed after success.
 // A failure streak of AlertAfter runs alerts the admins once per streak.
 // Tool-created jobs use misfire run_once: a late reminder beats a lost one.

@@ -48,7 +48,8 @@ type Jobs struct {
 	mu       sync.Mutex
 	cfgJobs  map[string]JobSpec
 	running  map[string]bool
-	onChange func() // the Scheduler re-syncs its cron entries
+	checked  map[string]bool // jobs looked at for interrupted runs (interrupted)
+	onChange func()          // the Scheduler re-syncs its cron entries
 }
 
 // NewJobs returns a Jobs for o.Jobs (config jobs) and the store's runtime jobs.
@@ -57,7 +58,7 @@ func NewJobs(o Options) (*Jobs, error) {
 		return nil, errors.New("jobs: no store")
 	}
 	o = o.withDefaults()
-	j := &Jobs{o: o, log: o.Logger.With(slog.String("component", "jobs")), running: map[string]bool{}}
+	j := &Jobs{o: o, log: o.Logger.With(slog.String("component", "jobs")), running: map[string]bool{}, checked: map[string]bool{}}
 	if err := j.SetConfigJobs(o.Jobs); err != nil {
 		return nil, err
 	}
