@@ -80,6 +80,9 @@ const (
 	RecentWindow = 30 * 24 * time.Hour
 	// MaxJobsPerChat bounds the jobs one chat may create with the schedule tool.
 	MaxJobsPerChat = 50
+	// MinChatJobInterval is the shortest time between two runs of a
+	// recurring job created with the schedule tool (config jobs are free).
+	MinChatJobInterval = 5 * time.Minute
 )
 
 // Config is the heartbeat's own settings (the heartbeat: section of

@@ -14,6 +14,7 @@ import (
 
 	"github.com/switchboard-bot/switchboard/agent"
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/heartbeat/schedule"
 )
 
 // ScheduleTool is the `schedule` tool: create, list and cancel the calling
@@ -34,7 +35,8 @@ func (*ScheduleTool) Name() string { return "schedule" }
 func (*ScheduleTool) Description() string {
 	return "Schedule a reminder (text sent as is) or a task (a prompt you will run then, answer sent to this chat), " +
 		"list this chat's scheduled jobs, or cancel one. For create give exactly one of: in (relative, e.g. \"20m\", \"2h\", \"1 day\"), " +
-		"at (RFC 3339 or \"2025-01-31 09:00\" in timezone) or cron (\"0 9 * * 1-5\", optional leading seconds, or \"@every 30m\")."
+		"at (RFC 3339 or \"2025-01-31 09:00\" in timezone) or cron (\"0 9 * * 1-5\", optional leading seconds, or \"@every 30m\"; " +
+		"at most once every 5 minutes)."
 }
 
 // Schema is the JSON Schema of the arguments.
@@ -183,11 +185,40 @@ func (t *ScheduleTool) buildSpec(ci agent.CallInfo, a scheduleArgs, now time.Tim
 		spec.At = at
 	default:
 		spec.Schedule = strings.TrimSpace(a.Cron)
+		if err := checkChatSchedule(spec.Schedule, loc, now); err != nil {
+			return JobSpec{}, nil, err
+		}
 	}
 	if spec.OneShot() && spec.Timezone == "" {
 		spec.Timezone = loc.String()
 	}
 	return spec, loc, nil
+}
+
+// checkChatSchedule refuses a recurring schedule for a chat-made job that
+// never runs or runs more often than MinChatJobInterval (judged over its
+// next runs). A spec that does not parse is left to JobSpec.Validate.
+func checkChatSchedule(spec string, loc *time.Location, now time.Time) error {
+	sched, err := schedule.Parse(spec, loc)
+	if err != nil {
+		return nil
+	}
+	prev := sched.Next(now)
+	if prev.IsZero() {
+		return fmt.Errorf("schedule: cron %q never runs (it names a date that does not exist)", spec)
+	}
+	for range 50 {
+		next := sched.Next(prev)
+		if next.IsZero() {
+			break
+		}
+		if gap := next.Sub(prev); gap < MinChatJobInterval {
+			return fmt.Errorf("schedule: cron %q runs again after %s; a job made in chat may run at most once every %s",
+				spec, humanDuration(gap), humanDuration(MinChatJobInterval))
+		}
+		prev = next
+	}
+	return nil
 }
 
 // checkQuota refuses a new job when the chat already has MaxJobsPerChat.
