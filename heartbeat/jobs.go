@@ -45,6 +45,9 @@ type Jobs struct {
 	o   Options
 	log *slog.Logger
 
+	// createMu serializes the schedule tool's quota check and create.
+	createMu sync.Mutex
+
 	mu       sync.Mutex
 	cfgJobs  map[string]JobSpec
 	running  map[string]bool

@@ -128,10 +128,14 @@ func (t *ScheduleTool) create(ctx context.Context, ci agent.CallInfo, a schedule
 	if err != nil {
 		return "", err
 	}
-	if err := t.checkQuota(ctx, ci.SessionKey); err != nil {
-		return "", err
+	// One create at a time, so parallel calls cannot all pass the quota.
+	t.jobs.createMu.Lock()
+	err = t.checkQuota(ctx, ci.SessionKey)
+	if err == nil {
+		spec, err = t.store(ctx, ci, a.Name, spec, now)
 	}
-	if spec, err = t.store(ctx, ci, a.Name, spec, now); err != nil {
+	t.jobs.createMu.Unlock()
+	if err != nil {
 		return "", err
 	}
 	next, err := t.jobs.NextRuns(ctx, spec.Name, 1)
