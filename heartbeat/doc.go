@@ -81,7 +81,9 @@
 // ("job-<name>-<slot>-<target>"), so only chunks without a platform receipt
 // are sent again (the one resend DESIGN.md allows).
 // A new job's first handled time is its creation (config jobs: their first
-// sighting), so nothing before it is caught up. A spec with fixed hours runs
+// sighting), so nothing before it is caught up; so is a config job's when a
+// reload adds it back or its schedule or zone changes (Jobs.scheduleKey):
+// an edit is not downtime. A spec with fixed hours runs
 // once per local date across DST changes (a skipped time runs when the
 // clocks jump, a repeated one at its first pass; heartbeat/schedule).
 // Reminders deliver their text verbatim without a model call; tasks run

@@ -79,9 +79,12 @@ func (j *Jobs) tickOne(ctx context.Context, s JobSpec, source string, now time.T
 	if err != nil {
 		return fmt.Errorf("jobs: %s: %w", s.Name, err)
 	}
-	if !found || st.Last.IsZero() {
-		// First sighting: nothing before now is caught up.
-		st.Last = now
+	key := j.scheduleKey(s)
+	if !found || st.Last.IsZero() || j.takeAdded(s.Name) || (st.Spec != "" && st.Spec != key) {
+		// First sighting, or a job config.yaml added back or gave another
+		// schedule or zone: nothing before now is caught up (it was not
+		// downtime).
+		st.Last, st.Spec = now, key
 		return j.saveState(ctx, s.Name, st)
 	}
 	latest, n := occurrences(sched, st.Last, now)
@@ -93,7 +96,7 @@ func (j *Jobs) tickOne(ctx context.Context, s JobSpec, source string, now time.T
 		}
 		// Persist the handled occurrence first: a crash mid-run is resumed
 		// once (interrupted), never run from the start of the schedule.
-		st.Last = latest
+		st.Last, st.Spec = latest, key
 		if err := j.saveState(ctx, s.Name, st); err != nil || !mine {
 			return err
 		}

@@ -52,6 +52,7 @@ type Jobs struct {
 	cfgJobs  map[string]JobSpec
 	running  map[string]bool
 	checked  map[string]bool // jobs looked at for interrupted runs (interrupted)
+	added    map[string]bool // config jobs a reload added (takeAdded)
 	onChange func()          // the Scheduler re-syncs its cron entries
 }
 
@@ -61,7 +62,7 @@ func NewJobs(o Options) (*Jobs, error) {
 		return nil, errors.New("jobs: no store")
 	}
 	o = o.withDefaults()
-	j := &Jobs{o: o, log: o.Logger.With(slog.String("component", "jobs")), running: map[string]bool{}, checked: map[string]bool{}}
+	j := &Jobs{o: o, log: o.Logger.With(slog.String("component", "jobs")), running: map[string]bool{}, checked: map[string]bool{}, added: map[string]bool{}}
 	if err := j.SetConfigJobs(o.Jobs); err != nil {
 		return nil, err
 	}
@@ -69,7 +70,8 @@ func NewJobs(o Options) (*Jobs, error) {
 }
 
 // SetConfigJobs replaces the config-defined jobs (config reload). Their
-// persisted state (last run, pause) is kept by name.
+// persisted state (last run, pause) is kept by name; a job a reload adds
+// (back) starts afresh, as does one whose schedule or zone changed.
 func (j *Jobs) SetConfigJobs(list []JobSpec) error {
 	m := map[string]JobSpec{}
 	for _, s := range list {
@@ -86,6 +88,13 @@ func (j *Jobs) SetConfigJobs(list []JobSpec) error {
 		m[s.Name] = s
 	}
 	j.mu.Lock()
+	if j.cfgJobs != nil { // a reload, not the start
+		for name := range m {
+			if _, had := j.cfgJobs[name]; !had {
+				j.added[name] = true
+			}
+		}
+	}
 	j.cfgJobs = m
 	fn := j.onChange
 	j.mu.Unlock()
@@ -105,6 +114,21 @@ func (j *Jobs) changed() {
 	if j.o.OnJobsChange != nil {
 		j.o.OnJobsChange()
 	}
+}
+
+// takeAdded reports (once) whether a reload added config job name.
+func (j *Jobs) takeAdded(name string) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	added := j.added[name]
+	delete(j.added, name)
+	return added
+}
+
+// scheduleKey is what a recurring job's handled occurrences depend on: its
+// spec and the zone it runs in.
+func (j *Jobs) scheduleKey(s JobSpec) string {
+	return s.Schedule + " | " + j.location(s).String()
 }
 
 func (j *Jobs) location(s JobSpec) *time.Location {
