@@ -343,7 +343,9 @@ func (j *Jobs) deliverOne(ctx context.Context, s JobSpec, target, text string, s
 		ds.Status, ds.PlatformID = DeliveryDelivered, id
 		return ds
 	}
-	if isStatusToken(text) {
+	// A task's answer may be a model's status token; a reminder's text is
+	// a person's, delivered as written ("PAY RENT" is no token).
+	if s.Kind == KindTask && isStatusToken(text) {
 		ds.Status, ds.Error = DeliverySkipped, "the answer was a status token; nothing to deliver"
 		return ds
 	}
