@@ -83,6 +83,9 @@ const (
 	// MinChatJobInterval is the shortest time between two runs of a
 	// recurring job created with the schedule tool (config jobs are free).
 	MinChatJobInterval = 5 * time.Minute
+	// MaxChatJobText bounds the text (reminder) or prompt (task), in
+	// characters, of a job created with the schedule tool.
+	MaxChatJobText = 4000
 )
 
 // Config is the heartbeat's own settings (the heartbeat: section of

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/switchboard-bot/switchboard/agent"
 	"github.com/switchboard-bot/switchboard/channels"
@@ -47,8 +48,8 @@ func (*ScheduleTool) Schema() json.RawMessage {
     "action":   {"type": "string", "enum": ["create", "list", "cancel"]},
     "name":     {"type": "string", "description": "job name (a-z, 0-9, _ and -); optional for create, required for cancel"},
     "kind":     {"type": "string", "enum": ["reminder", "task"], "description": "default: task if prompt is given, else reminder"},
-    "text":     {"type": "string", "description": "reminder text, delivered verbatim"},
-    "prompt":   {"type": "string", "description": "task instruction, run by you at the scheduled time"},
+    "text":     {"type": "string", "description": "reminder text, delivered verbatim (at most 4000 characters)"},
+    "prompt":   {"type": "string", "description": "task instruction, run by you at the scheduled time (at most 4000 characters)"},
     "at":       {"type": "string", "description": "one-shot time"},
     "in":       {"type": "string", "description": "one-shot delay from now, e.g. 20m"},
     "cron":     {"type": "string", "description": "recurring schedule"},
@@ -154,6 +155,11 @@ func (t *ScheduleTool) buildSpec(ci agent.CallInfo, a scheduleArgs, now time.Tim
 		kind = KindReminder
 		if strings.TrimSpace(a.Prompt) != "" && strings.TrimSpace(a.Text) == "" {
 			kind = KindTask
+		}
+	}
+	for what, v := range map[string]string{"text": a.Text, "prompt": a.Prompt} {
+		if n := utf8.RuneCountInString(v); n > MaxChatJobText {
+			return JobSpec{}, nil, fmt.Errorf("schedule: the %s has %d characters; at most %d characters", what, n, MaxChatJobText)
 		}
 	}
 	loc, err := loadLocation(a.Timezone, t.jobs.o.Location)
