@@ -82,8 +82,9 @@
 // are sent again (the one resend DESIGN.md allows).
 // A new job's first handled time is its creation (config jobs: their first
 // sighting), so nothing before it is caught up; so is a config job's when a
-// reload adds it back or its schedule or zone changes (Jobs.scheduleKey):
-// an edit is not downtime. A spec with fixed hours runs
+// reload adds it back or its schedule, zone or at time changes
+// (Jobs.scheduleKey): an edit is not downtime, and a one-shot given a new
+// time runs again. A spec with fixed hours runs
 // once per local date across DST changes (a skipped time runs when the
 // clocks jump, a repeated one at its first pass; heartbeat/schedule).
 // Reminders deliver their text verbatim without a model call; tasks run

@@ -57,6 +57,22 @@ func (j *Jobs) tickOne(ctx context.Context, s JobSpec, source string, now time.T
 	if err != nil {
 		return fmt.Errorf("jobs: %s: %w", s.Name, err)
 	}
+	key := j.scheduleKey(s)
+	if !found {
+		st.Spec = key // saved with the job's first state
+	} else if st.Spec != key {
+		if st.Spec != "" {
+			// config.yaml gave the job another schedule, zone or at time:
+			// a new job under the old name (its pause kept), so an edited
+			// one-shot is not left "done" and nothing is caught up.
+			st, resume = jobState{Paused: st.Paused}, time.Time{}
+			log.Info("job schedule changed; starting afresh", slog.String("schedule", key))
+		}
+		st.Spec = key
+		if err := j.saveState(ctx, s.Name, st); err != nil {
+			return err
+		}
+	}
 	if st.Paused || st.Done {
 		return nil
 	}
@@ -79,12 +95,10 @@ func (j *Jobs) tickOne(ctx context.Context, s JobSpec, source string, now time.T
 	if err != nil {
 		return fmt.Errorf("jobs: %s: %w", s.Name, err)
 	}
-	key := j.scheduleKey(s)
-	if !found || st.Last.IsZero() || j.takeAdded(s.Name) || (st.Spec != "" && st.Spec != key) {
-		// First sighting, or a job config.yaml added back or gave another
-		// schedule or zone: nothing before now is caught up (it was not
-		// downtime).
-		st.Last, st.Spec = now, key
+	if !found || st.Last.IsZero() || j.takeAdded(s.Name) {
+		// First sighting, or a job config.yaml added back: nothing before
+		// now is caught up (it was not downtime).
+		st.Last = now
 		return j.saveState(ctx, s.Name, st)
 	}
 	latest, n := occurrences(sched, st.Last, now)
@@ -96,7 +110,7 @@ func (j *Jobs) tickOne(ctx context.Context, s JobSpec, source string, now time.T
 		}
 		// Persist the handled occurrence first: a crash mid-run is resumed
 		// once (interrupted), never run from the start of the schedule.
-		st.Last, st.Spec = latest, key
+		st.Last = latest
 		if err := j.saveState(ctx, s.Name, st); err != nil || !mine {
 			return err
 		}

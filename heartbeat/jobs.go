@@ -125,9 +125,12 @@ func (j *Jobs) takeAdded(name string) bool {
 	return added
 }
 
-// scheduleKey is what a recurring job's handled occurrences depend on: its
-// spec and the zone it runs in.
+// scheduleKey is what a job's persisted state depends on: a recurring
+// job's spec and the zone it runs in, a one-shot's time.
 func (j *Jobs) scheduleKey(s JobSpec) string {
+	if s.OneShot() {
+		return "at " + s.At.UTC().Format(time.RFC3339Nano)
+	}
 	return s.Schedule + " | " + j.location(s).String()
 }
 
@@ -219,7 +222,7 @@ func (j *Jobs) Create(ctx context.Context, s JobSpec) error {
 	if err != nil {
 		return err
 	}
-	if err := j.saveState(ctx, s.Name, jobState{Last: j.o.Now()}); err != nil {
+	if err := j.saveState(ctx, s.Name, jobState{Last: j.o.Now(), Spec: j.scheduleKey(s)}); err != nil {
 		return err
 	}
 	if err := j.o.Store.PutJob(ctx, memory.JobRecord{Name: s.Name, Spec: raw}); err != nil {
