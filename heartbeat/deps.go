@@ -78,7 +78,8 @@ const (
 	// RecentWindow is how recently a chat must have been active to be greeted
 	// when heartbeat.targets is empty.
 	RecentWindow = 30 * 24 * time.Hour
-	// MaxJobsPerChat bounds the jobs one chat may create with the schedule tool.
+	// MaxJobsPerChat bounds the jobs one chat (its threads together) may
+	// create with the schedule tool.
 	MaxJobsPerChat = 50
 	// MinChatJobInterval is the shortest time between two runs of a
 	// recurring job created with the schedule tool (config jobs are free).

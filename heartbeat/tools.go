@@ -231,7 +231,8 @@ func checkChatSchedule(spec string, loc *time.Location, now time.Time) error {
 	return nil
 }
 
-// checkQuota refuses a new job when the chat already has MaxJobsPerChat.
+// checkQuota refuses a new job when the chat already has MaxJobsPerChat,
+// counting the jobs made in all its threads (a new thread is no new quota).
 func (t *ScheduleTool) checkQuota(ctx context.Context, chat string) error {
 	infos, err := t.jobs.List(ctx)
 	if err != nil {
@@ -239,7 +240,7 @@ func (t *ScheduleTool) checkQuota(ctx context.Context, chat string) error {
 	}
 	mine := 0
 	for _, in := range infos {
-		if in.Spec.CreatedBy == chat {
+		if sameChat(in.Spec.CreatedBy, chat) {
 			mine++
 		}
 	}
@@ -247,6 +248,17 @@ func (t *ScheduleTool) checkQuota(ctx context.Context, chat string) error {
 		return fmt.Errorf("schedule: %w (%d); cancel some first", ErrTooManyJobs, MaxJobsPerChat)
 	}
 	return nil
+}
+
+// sameChat reports whether session keys a and b are the same chat, their
+// threads apart.
+func sameChat(a, b string) bool {
+	ta, okA := channels.ParseTarget(a)
+	tb, okB := channels.ParseTarget(b)
+	if !okA || !okB {
+		return a == b
+	}
+	return ta.Channel == tb.Channel && ta.ChatID == tb.ChatID
 }
 
 // store creates the job under the requested name or, without one, under a
