@@ -177,6 +177,14 @@ type DeltaWriter interface {
 	ResetDelta(target Target)
 }
 
+// DirectTeller is implemented by channels that can tell whether a chat is a
+// direct (one-to-one) chat from its address, as Message.Direct says of its
+// messages: the heartbeat greets only direct chats (heartbeat.targets empty),
+// never a group or channel where someone once mentioned the bot.
+type DirectTeller interface {
+	IsDirect(ctx context.Context, target Target) (bool, error)
+}
+
 // Verifier is implemented by channels that can tell whether a chunk whose
 // send has an intent but no receipt (the process died during the platform
 // call) reached the platform after all, e.g. by reading the conversation's

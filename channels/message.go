@@ -2,8 +2,8 @@
 // of Switchboard: the normalized Message an adapter pushes in (and its
 // Target address), the Sink it pushes into, the Channel interface every
 // adapter implements with its optional capabilities (Typer, Editor,
-// DeltaWriter, Pacer, Verifier, Readiness, Webhook), the Outgoing chunks an
-// adapter sends, the send-error kinds the shared retry path understands
+// DeltaWriter, Pacer, Verifier, DirectTeller, Readiness, Webhook), the
+// Outgoing chunks an adapter sends, the send-error kinds the shared retry path understands
 // (ClassifyError), target and user-id syntax (CheckTarget, CheckUserID), and
 // the access policy's types with its pure Decide.
 //

@@ -15,9 +15,12 @@ import (
 //
 // Where the claim sits: a recurring job claims (name, occurrence) before it
 // records the occurrence as handled; a lost claim only records it, so a
-// leader change never runs an occurrence twice, and an occurrence claimed
-// by a leader that then died is not run again, exactly as a crash mid-run
-// of a single host. A one-shot claims (name, at) and, for each retry,
+// leader change never starts an occurrence twice. An occurrence claimed by
+// a leader that died before its run started is not run again; one whose
+// run it left "running" is resumed once by the next leader without a new
+// claim, exactly as after a crash mid-run of a single host (Jobs.interrupted;
+// the outbox key of each delivery keeps a confirmed chunk from being sent
+// twice). A one-shot claims (name, at) and, for each retry,
 // (name, retry time); a lost claim counts as a failed attempt, so a claim
 // stranded by a dead leader is retried (at most MaxAttempts in all). A
 // greeting claims ("heartbeat:<target>#<retry>", slot time) after the model

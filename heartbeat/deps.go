@@ -78,8 +78,15 @@ const (
 	// RecentWindow is how recently a chat must have been active to be greeted
 	// when heartbeat.targets is empty.
 	RecentWindow = 30 * 24 * time.Hour
-	// MaxJobsPerChat bounds the jobs one chat may create with the schedule tool.
+	// MaxJobsPerChat bounds the jobs one chat (its threads together) may
+	// create with the schedule tool.
 	MaxJobsPerChat = 50
+	// MinChatJobInterval is the shortest time between two runs of a
+	// recurring job created with the schedule tool (config jobs are free).
+	MinChatJobInterval = 5 * time.Minute
+	// MaxChatJobText bounds the text (reminder) or prompt (task), in
+	// characters, of a job created with the schedule tool.
+	MaxChatJobText = 4000
 )
 
 // Config is the heartbeat's own settings (the heartbeat: section of

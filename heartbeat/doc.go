@@ -45,7 +45,10 @@
 // the user's last message is older than idle_after; the chat is not busy.
 // The slots are spread over the window (one per equal segment, at an offset
 // hashed from day, target and index), so a restart computes the same plan,
-// and a due slot stays due until used or the window closes. When no target is
+// and a due slot stays due until used or the window closes. A greeting (or
+// a decline) uses every slot already due and every slot less than half a
+// segment ahead: slots missed while the user was busy or the daemon down
+// make one greeting, not one per tick. When no target is
 // eligible no model call is made.
 //
 // Design decision: ProcessDirect commits its turn (instruction as a user
@@ -71,13 +74,24 @@
 // time and not after now are counted (never a burst): the latest one runs if
 // it is at most grace late (default 5m); otherwise it is a misfire, and
 // misfire "skip" records one "skipped" run while "run_once" runs it once.
+// The occurrence is recorded as handled before its run starts; a run that a
+// killed daemon left "running" is recorded as failed ("interrupted") at the
+// first tick after the restart and, if no newer occurrence is due, run again
+// under the same rules, once. Its deliveries keep their outbox key
+// ("job-<name>-<slot>-<target>"), so only chunks without a platform receipt
+// are sent again (the one resend DESIGN.md allows).
 // A new job's first handled time is its creation (config jobs: their first
-// sighting), so nothing before it is caught up. Reminders deliver their text
-// verbatim without a model call; tasks run ProcessDirect in the session
-// "job:<name>" with the job's persona (and tools) and deliver the answer to
-// every deliver_to target, each delivery recorded separately ("delivered"
-// only when the outbound path returned a platform message id). One-shot (`at`)
-// jobs are retried on failure (only the undelivered targets, with the stored
+// sighting), so nothing before it is caught up; so is a config job's when a
+// reload adds it back or its schedule, zone or at time changes
+// (Jobs.scheduleKey): an edit is not downtime, and a one-shot given a new
+// time runs again. A spec with fixed hours runs
+// once per local date across DST changes (a skipped time runs when the
+// clocks jump, a repeated one at its first pass; heartbeat/schedule).
+// Reminders deliver their text verbatim without a model call; tasks run
+// ProcessDirect in the session "job:<name>" with the job's persona (and
+// tools) and deliver the answer to every deliver_to target, each delivery
+// recorded separately ("delivered" only when the outbound path returned a
+// platform message id). One-shot (`at`) jobs are retried on failure (only the undelivered targets, with the stored
 // answer) up to MaxAttempts, and a runtime one-shot is removed after success.
 // A failure streak of AlertAfter runs alerts the admins once per streak.
 // Tool-created jobs use misfire run_once: a late reminder beats a lost one.
@@ -86,7 +100,9 @@
 //
 // ScheduleTool refuses to create jobs inside a job's turn, binds new jobs to
 // the calling chat (deliver_to = its session key, persona = its persona) and
-// lists/cancels only that chat's jobs. SendMessageTool sends to targets the
+// lists/cancels only that chat's jobs. It refuses recurring schedules that
+// run more often than MinChatJobInterval (5 minutes) or never, and texts or
+// prompts over MaxChatJobText characters. SendMessageTool sends to targets the
 // Allowed func accepts (default: the calling chat and the calling job's
 // deliver_to) and records each send in a SentLog, so the job runner (and the
 // channels handler, through SentLog.WasSent) never delivers a final answer

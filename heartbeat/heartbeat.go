@@ -420,7 +420,7 @@ func (h *Heartbeat) greet(ctx context.Context, c candidate, p DayPlan, st daySta
 		return Decision{Target: c.key, Action: ActionFailed, Reason: "another replica took this greeting slot; retried next tick"}, nil
 	}
 	if !g.Greet {
-		st.Used, st.Retries = st.Used+1, 0
+		st.Used, st.Retries = slotsUsedBy(p, st.Used, now), 0
 		st.Declined++
 		if err := h.saveState(ctx, c.key, st); err != nil {
 			return Decision{Target: c.key, Action: ActionDeclined, Reason: g.Reason}, err
@@ -449,9 +449,23 @@ func (h *Heartbeat) greet(ctx context.Context, c candidate, p DayPlan, st daySta
 		log.Error("greeting delivered but not saved into the session", slog.String("error", saveErr.Error()))
 		saveErr = fmt.Errorf("heartbeat: save greeting into %s: %w", c.key, saveErr)
 	}
-	st.Used, st.Retries = st.Used+1, 0
+	st.Used, st.Retries = slotsUsedBy(p, st.Used, now), 0
 	st.Sent = append(st.Sent, now)
 	err = errors.Join(saveErr, h.saveState(ctx, c.key, st))
 	log.Info("greeting sent", slog.Int("used", st.Used), slog.Int("slots", len(p.Slots)))
 	return Decision{Target: c.key, Action: ActionGreeted, Message: g.Message}, err
+}
+
+// slotsUsedBy returns how many of p's slots are used once a greeting (or a
+// decline) at now used slot used: every other slot already due (missed while
+// the user was busy or the daemon down: one greeting, never one per tick)
+// and every slot less than half a segment ahead, so greetings stay spread
+// over the window.
+func slotsUsedBy(p DayPlan, used int, now time.Time) int {
+	near := now.Add(p.WindowEnd.Sub(p.WindowStart) / time.Duration(2*len(p.Slots)))
+	n := used + 1
+	for n < len(p.Slots) && p.Slots[n].Before(near) {
+		n++
+	}
+	return n
 }

@@ -52,10 +52,30 @@ func (j *Jobs) tickOne(ctx context.Context, s JobSpec, source string, now time.T
 	if err != nil {
 		return fmt.Errorf("jobs: %s: %w", s.Name, err)
 	}
+	log := j.log.With(slog.String("job", s.Name))
+	resume, err := j.interrupted(ctx, s.Name, log)
+	if err != nil {
+		return fmt.Errorf("jobs: %s: %w", s.Name, err)
+	}
+	key := j.scheduleKey(s)
+	if !found {
+		st.Spec = key // saved with the job's first state
+	} else if st.Spec != key {
+		if st.Spec != "" {
+			// config.yaml gave the job another schedule, zone or at time:
+			// a new job under the old name (its pause kept), so an edited
+			// one-shot is not left "done" and nothing is caught up.
+			st, resume = jobState{Paused: st.Paused}, time.Time{}
+			log.Info("job schedule changed; starting afresh", slog.String("schedule", key))
+		}
+		st.Spec = key
+		if err := j.saveState(ctx, s.Name, st); err != nil {
+			return err
+		}
+	}
 	if st.Paused || st.Done {
 		return nil
 	}
-	log := j.log.With(slog.String("job", s.Name))
 	if s.OneShot() {
 		if now.Before(s.At) || now.Before(st.RetryAt) {
 			return nil
@@ -75,23 +95,33 @@ func (j *Jobs) tickOne(ctx context.Context, s JobSpec, source string, now time.T
 	if err != nil {
 		return fmt.Errorf("jobs: %s: %w", s.Name, err)
 	}
-	if !found || st.Last.IsZero() {
-		// First sighting: nothing before now is caught up.
+	if !found || st.Last.IsZero() || j.takeAdded(s.Name) {
+		// First sighting, or a job config.yaml added back: nothing before
+		// now is caught up (it was not downtime).
 		st.Last = now
 		return j.saveState(ctx, s.Name, st)
 	}
 	latest, n := occurrences(sched, st.Last, now)
-	if n == 0 {
+	switch {
+	case n > 0:
+		mine, err := j.o.claim(ctx, log, s.Name, latest)
+		if err != nil {
+			return fmt.Errorf("jobs: %s: %w", s.Name, err)
+		}
+		// Persist the handled occurrence first: a crash mid-run is resumed
+		// once (interrupted), never run from the start of the schedule.
+		st.Last = latest
+		if err := j.saveState(ctx, s.Name, st); err != nil || !mine {
+			return err
+		}
+	case !resume.IsZero() && resume.Equal(st.Last):
+		// The latest occurrence's run was interrupted and nothing newer
+		// is due: run it again. Its deliveries keep their outbox key, so
+		// a chunk the platform confirmed is not sent twice.
+		latest, n = resume, 1
+		log.Warn("the last run was interrupted (the daemon stopped during it); running it again", slog.Time("scheduled", latest))
+	default:
 		return nil
-	}
-	mine, err := j.o.claim(ctx, log, s.Name, latest)
-	if err != nil {
-		return fmt.Errorf("jobs: %s: %w", s.Name, err)
-	}
-	// Persist the handled occurrence first: a crash mid-run must not repeat it.
-	st.Last = latest
-	if err := j.saveState(ctx, s.Name, st); err != nil || !mine {
-		return err
 	}
 	late := now.Sub(latest)
 	switch {
@@ -109,6 +139,55 @@ func (j *Jobs) tickOne(ctx context.Context, s JobSpec, source string, now time.T
 	}
 	_, err = j.execute(ctx, s, source, st, latest, now, false)
 	return err
+}
+
+// runInterrupted is the error of a run a stopped daemon left unfinished.
+const runInterrupted = "interrupted: the daemon stopped during this run"
+
+// interrupted looks, at the first tick of job name since the scheduler
+// started, for a run a previous process left "running" (killed before or
+// during its delivery): it records it as failed and returns its scheduled
+// time, for tickOne to run it again. A resumed run that is interrupted too
+// is not resumed again (a job that kills the daemon must not keep it in a
+// crash loop).
+func (j *Jobs) interrupted(ctx context.Context, name string, log *slog.Logger) (time.Time, error) {
+	j.mu.Lock()
+	seen := j.checked[name]
+	j.mu.Unlock()
+	if seen {
+		return time.Time{}, nil
+	}
+	runs, err := j.o.Store.ListRuns(ctx, name, 2)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("read last runs: %w", err)
+	}
+	var resume time.Time
+	if len(runs) > 0 && runs[0].Status == RunRunning {
+		run := runs[0]
+		run.Status, run.Error, run.Finished = RunFailed, runInterrupted, j.o.Now()
+		if err := j.o.Store.UpdateRun(ctx, run); err != nil {
+			return time.Time{}, fmt.Errorf("record interrupted run: %w", err)
+		}
+		resume = run.Scheduled
+		if len(runs) > 1 && runs[1].Error == runInterrupted && runs[1].Scheduled.Equal(resume) {
+			resume = time.Time{}
+			log.Error("a run was interrupted twice; not running it again", slog.Time("scheduled", run.Scheduled))
+		} else {
+			log.Warn("found a run interrupted by a stop of the daemon", slog.Time("scheduled", run.Scheduled))
+		}
+	}
+	j.mu.Lock()
+	j.checked[name] = true
+	j.mu.Unlock()
+	return resume, nil
+}
+
+// recheckInterrupted makes the next tick of every job look for interrupted
+// runs again (Scheduler.Start: a new process, or a new leadership).
+func (j *Jobs) recheckInterrupted() {
+	j.mu.Lock()
+	clear(j.checked)
+	j.mu.Unlock()
 }
 
 func (j *Jobs) recordSkipped(ctx context.Context, s JobSpec, latest time.Time, n int, now time.Time) error {
@@ -278,7 +357,9 @@ func (j *Jobs) deliverOne(ctx context.Context, s JobSpec, target, text string, s
 		ds.Status, ds.PlatformID = DeliveryDelivered, id
 		return ds
 	}
-	if isStatusToken(text) {
+	// A task's answer may be a model's status token; a reminder's text is
+	// a person's, delivered as written ("PAY RENT" is no token).
+	if s.Kind == KindTask && isStatusToken(text) {
 		ds.Status, ds.Error = DeliverySkipped, "the answer was a status token; nothing to deliver"
 		return ds
 	}

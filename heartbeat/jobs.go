@@ -45,10 +45,15 @@ type Jobs struct {
 	o   Options
 	log *slog.Logger
 
+	// createMu serializes the schedule tool's quota check and create.
+	createMu sync.Mutex
+
 	mu       sync.Mutex
 	cfgJobs  map[string]JobSpec
 	running  map[string]bool
-	onChange func() // the Scheduler re-syncs its cron entries
+	checked  map[string]bool // jobs looked at for interrupted runs (interrupted)
+	added    map[string]bool // config jobs a reload added (takeAdded)
+	onChange func()          // the Scheduler re-syncs its cron entries
 }
 
 // NewJobs returns a Jobs for o.Jobs (config jobs) and the store's runtime jobs.
@@ -57,7 +62,7 @@ func NewJobs(o Options) (*Jobs, error) {
 		return nil, errors.New("jobs: no store")
 	}
 	o = o.withDefaults()
-	j := &Jobs{o: o, log: o.Logger.With(slog.String("component", "jobs")), running: map[string]bool{}}
+	j := &Jobs{o: o, log: o.Logger.With(slog.String("component", "jobs")), running: map[string]bool{}, checked: map[string]bool{}, added: map[string]bool{}}
 	if err := j.SetConfigJobs(o.Jobs); err != nil {
 		return nil, err
 	}
@@ -65,7 +70,8 @@ func NewJobs(o Options) (*Jobs, error) {
 }
 
 // SetConfigJobs replaces the config-defined jobs (config reload). Their
-// persisted state (last run, pause) is kept by name.
+// persisted state (last run, pause) is kept by name; a job a reload adds
+// (back) starts afresh, as does one whose schedule or zone changed.
 func (j *Jobs) SetConfigJobs(list []JobSpec) error {
 	m := map[string]JobSpec{}
 	for _, s := range list {
@@ -82,6 +88,13 @@ func (j *Jobs) SetConfigJobs(list []JobSpec) error {
 		m[s.Name] = s
 	}
 	j.mu.Lock()
+	if j.cfgJobs != nil { // a reload, not the start
+		for name := range m {
+			if _, had := j.cfgJobs[name]; !had {
+				j.added[name] = true
+			}
+		}
+	}
 	j.cfgJobs = m
 	fn := j.onChange
 	j.mu.Unlock()
@@ -101,6 +114,24 @@ func (j *Jobs) changed() {
 	if j.o.OnJobsChange != nil {
 		j.o.OnJobsChange()
 	}
+}
+
+// takeAdded reports (once) whether a reload added config job name.
+func (j *Jobs) takeAdded(name string) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	added := j.added[name]
+	delete(j.added, name)
+	return added
+}
+
+// scheduleKey is what a job's persisted state depends on: a recurring
+// job's spec and the zone it runs in, a one-shot's time.
+func (j *Jobs) scheduleKey(s JobSpec) string {
+	if s.OneShot() {
+		return "at " + s.At.UTC().Format(time.RFC3339Nano)
+	}
+	return s.Schedule + " | " + j.location(s).String()
 }
 
 func (j *Jobs) location(s JobSpec) *time.Location {
@@ -191,7 +222,7 @@ func (j *Jobs) Create(ctx context.Context, s JobSpec) error {
 	if err != nil {
 		return err
 	}
-	if err := j.saveState(ctx, s.Name, jobState{Last: j.o.Now()}); err != nil {
+	if err := j.saveState(ctx, s.Name, jobState{Last: j.o.Now(), Spec: j.scheduleKey(s)}); err != nil {
 		return err
 	}
 	if err := j.o.Store.PutJob(ctx, memory.JobRecord{Name: s.Name, Spec: raw}); err != nil {

@@ -12,7 +12,10 @@ import (
 type jobState struct {
 	// Last is the scheduled time of the last occurrence handled (run, or
 	// skipped); for a new recurring job, the moment it was first seen.
-	Last     time.Time   `json:"last,omitzero"`
+	Last time.Time `json:"last,omitzero"`
+	// Spec is the schedule and zone Last belongs to (scheduleKey); a job
+	// whose schedule changed starts afresh ("" = not yet recorded).
+	Spec     string      `json:"spec,omitempty"`
 	Paused   bool        `json:"paused,omitempty"`
 	Failures int         `json:"failures,omitempty"` // current failure streak
 	Alerted  bool        `json:"alerted,omitempty"`  // the streak was reported

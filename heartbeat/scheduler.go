@@ -99,6 +99,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		return errors.New("heartbeat: scheduler already started")
 	}
 	s.started = true
+	s.jobs.recheckInterrupted()
 	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	l := cronLogger{s.log}
 	s.c = cron.New(cron.WithLocation(s.o.Location), cron.WithLogger(l),

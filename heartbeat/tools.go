@@ -11,9 +11,11 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/switchboard-bot/switchboard/agent"
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/heartbeat/schedule"
 )
 
 // ScheduleTool is the `schedule` tool: create, list and cancel the calling
@@ -34,7 +36,8 @@ func (*ScheduleTool) Name() string { return "schedule" }
 func (*ScheduleTool) Description() string {
 	return "Schedule a reminder (text sent as is) or a task (a prompt you will run then, answer sent to this chat), " +
 		"list this chat's scheduled jobs, or cancel one. For create give exactly one of: in (relative, e.g. \"20m\", \"2h\", \"1 day\"), " +
-		"at (RFC 3339 or \"2025-01-31 09:00\" in timezone) or cron (\"0 9 * * 1-5\", optional leading seconds, or \"@every 30m\")."
+		"at (RFC 3339 or \"2025-01-31 09:00\" in timezone) or cron (\"0 9 * * 1-5\", optional leading seconds, or \"@every 30m\"; " +
+		"at most once every 5 minutes)."
 }
 
 // Schema is the JSON Schema of the arguments.
@@ -45,8 +48,8 @@ func (*ScheduleTool) Schema() json.RawMessage {
     "action":   {"type": "string", "enum": ["create", "list", "cancel"]},
     "name":     {"type": "string", "description": "job name (a-z, 0-9, _ and -); optional for create, required for cancel"},
     "kind":     {"type": "string", "enum": ["reminder", "task"], "description": "default: task if prompt is given, else reminder"},
-    "text":     {"type": "string", "description": "reminder text, delivered verbatim"},
-    "prompt":   {"type": "string", "description": "task instruction, run by you at the scheduled time"},
+    "text":     {"type": "string", "description": "reminder text, delivered verbatim (at most 4000 characters)"},
+    "prompt":   {"type": "string", "description": "task instruction, run by you at the scheduled time (at most 4000 characters)"},
     "at":       {"type": "string", "description": "one-shot time"},
     "in":       {"type": "string", "description": "one-shot delay from now, e.g. 20m"},
     "cron":     {"type": "string", "description": "recurring schedule"},
@@ -126,10 +129,14 @@ func (t *ScheduleTool) create(ctx context.Context, ci agent.CallInfo, a schedule
 	if err != nil {
 		return "", err
 	}
-	if err := t.checkQuota(ctx, ci.SessionKey); err != nil {
-		return "", err
+	// One create at a time, so parallel calls cannot all pass the quota.
+	t.jobs.createMu.Lock()
+	err = t.checkQuota(ctx, ci.SessionKey)
+	if err == nil {
+		spec, err = t.store(ctx, ci, a.Name, spec, now)
 	}
-	if spec, err = t.store(ctx, ci, a.Name, spec, now); err != nil {
+	t.jobs.createMu.Unlock()
+	if err != nil {
 		return "", err
 	}
 	next, err := t.jobs.NextRuns(ctx, spec.Name, 1)
@@ -148,6 +155,11 @@ func (t *ScheduleTool) buildSpec(ci agent.CallInfo, a scheduleArgs, now time.Tim
 		kind = KindReminder
 		if strings.TrimSpace(a.Prompt) != "" && strings.TrimSpace(a.Text) == "" {
 			kind = KindTask
+		}
+	}
+	for what, v := range map[string]string{"text": a.Text, "prompt": a.Prompt} {
+		if n := utf8.RuneCountInString(v); n > MaxChatJobText {
+			return JobSpec{}, nil, fmt.Errorf("schedule: the %s has %d characters; at most %d characters", what, n, MaxChatJobText)
 		}
 	}
 	loc, err := loadLocation(a.Timezone, t.jobs.o.Location)
@@ -183,6 +195,9 @@ func (t *ScheduleTool) buildSpec(ci agent.CallInfo, a scheduleArgs, now time.Tim
 		spec.At = at
 	default:
 		spec.Schedule = strings.TrimSpace(a.Cron)
+		if err := checkChatSchedule(spec.Schedule, loc, now); err != nil {
+			return JobSpec{}, nil, err
+		}
 	}
 	if spec.OneShot() && spec.Timezone == "" {
 		spec.Timezone = loc.String()
@@ -190,7 +205,34 @@ func (t *ScheduleTool) buildSpec(ci agent.CallInfo, a scheduleArgs, now time.Tim
 	return spec, loc, nil
 }
 
-// checkQuota refuses a new job when the chat already has MaxJobsPerChat.
+// checkChatSchedule refuses a recurring schedule for a chat-made job that
+// never runs or runs more often than MinChatJobInterval (judged over its
+// next runs). A spec that does not parse is left to JobSpec.Validate.
+func checkChatSchedule(spec string, loc *time.Location, now time.Time) error {
+	sched, err := schedule.Parse(spec, loc)
+	if err != nil {
+		return nil
+	}
+	prev := sched.Next(now)
+	if prev.IsZero() {
+		return fmt.Errorf("schedule: cron %q never runs (it names a date that does not exist)", spec)
+	}
+	for range 50 {
+		next := sched.Next(prev)
+		if next.IsZero() {
+			break
+		}
+		if gap := next.Sub(prev); gap < MinChatJobInterval {
+			return fmt.Errorf("schedule: cron %q runs again after %s; a job made in chat may run at most once every %s",
+				spec, humanDuration(gap), humanDuration(MinChatJobInterval))
+		}
+		prev = next
+	}
+	return nil
+}
+
+// checkQuota refuses a new job when the chat already has MaxJobsPerChat,
+// counting the jobs made in all its threads (a new thread is no new quota).
 func (t *ScheduleTool) checkQuota(ctx context.Context, chat string) error {
 	infos, err := t.jobs.List(ctx)
 	if err != nil {
@@ -198,7 +240,7 @@ func (t *ScheduleTool) checkQuota(ctx context.Context, chat string) error {
 	}
 	mine := 0
 	for _, in := range infos {
-		if in.Spec.CreatedBy == chat {
+		if sameChat(in.Spec.CreatedBy, chat) {
 			mine++
 		}
 	}
@@ -206,6 +248,17 @@ func (t *ScheduleTool) checkQuota(ctx context.Context, chat string) error {
 		return fmt.Errorf("schedule: %w (%d); cancel some first", ErrTooManyJobs, MaxJobsPerChat)
 	}
 	return nil
+}
+
+// sameChat reports whether session keys a and b are the same chat, their
+// threads apart.
+func sameChat(a, b string) bool {
+	ta, okA := channels.ParseTarget(a)
+	tb, okB := channels.ParseTarget(b)
+	if !okA || !okB {
+		return a == b
+	}
+	return ta.Channel == tb.Channel && ta.ChatID == tb.ChatID
 }
 
 // store creates the job under the requested name or, without one, under a

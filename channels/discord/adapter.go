@@ -241,10 +241,11 @@ type Adapter struct {
 }
 
 var (
-	_ channels.Channel   = (*Adapter)(nil)
-	_ channels.Typer     = (*Adapter)(nil)
-	_ channels.Editor    = (*Adapter)(nil)
-	_ channels.Readiness = (*Adapter)(nil)
+	_ channels.Channel      = (*Adapter)(nil)
+	_ channels.Typer        = (*Adapter)(nil)
+	_ channels.Editor       = (*Adapter)(nil)
+	_ channels.Readiness    = (*Adapter)(nil)
+	_ channels.DirectTeller = (*Adapter)(nil)
 )
 
 // New validates opts and builds the adapter. It does not connect.

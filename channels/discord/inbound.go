@@ -316,6 +316,22 @@ func (c *Adapter) cachedInfo(id string) *chanInfo {
 	return nil
 }
 
+// IsDirect implements channels.DirectTeller: a DM (or group DM) channel,
+// from the gateway's announcements or GET /channels/{id}.
+func (c *Adapter) IsDirect(ctx context.Context, t channels.Target) (bool, error) {
+	if info := c.cachedInfo(t.ChatID); info != nil {
+		return info.dm, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.opts.RequestTimeout)
+	defer cancel()
+	ch, err := c.rest.Channel(t.ChatID, discordgo.WithContext(ctx))
+	if err != nil {
+		return false, fmt.Errorf("discord: look up channel %s: %w", t.ChatID, err)
+	}
+	c.rememberChannel(ch)
+	return ch.Type == discordgo.ChannelTypeDM || ch.Type == discordgo.ChannelTypeGroupDM, nil
+}
+
 func (c *Adapter) isDM(id string) bool {
 	info := c.cachedInfo(id)
 	return info != nil && info.dm

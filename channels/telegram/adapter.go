@@ -188,12 +188,13 @@ type Adapter struct {
 type sinkBox struct{ channels.Sink }
 
 var (
-	_ channels.Channel   = (*Adapter)(nil)
-	_ channels.Typer     = (*Adapter)(nil)
-	_ channels.Editor    = (*Adapter)(nil)
-	_ channels.Readiness = (*Adapter)(nil)
-	_ channels.Webhook   = (*Adapter)(nil)
-	_ channels.Pacer     = (*Adapter)(nil)
+	_ channels.Channel      = (*Adapter)(nil)
+	_ channels.Typer        = (*Adapter)(nil)
+	_ channels.Editor       = (*Adapter)(nil)
+	_ channels.Readiness    = (*Adapter)(nil)
+	_ channels.Webhook      = (*Adapter)(nil)
+	_ channels.Pacer        = (*Adapter)(nil)
+	_ channels.DirectTeller = (*Adapter)(nil)
 )
 
 // New validates opts and builds an Adapter. It makes no network calls; Run

@@ -34,6 +34,16 @@ func (c *Adapter) identity() (int64, string) {
 
 // normalize turns an update into a channels.Message; ok is false for updates
 // the bot ignores (see the package doc), which are then confirmed.
+// IsDirect implements channels.DirectTeller: a private chat's id is its
+// user's id, positive; groups and channels have negative ids.
+func (c *Adapter) IsDirect(_ context.Context, t channels.Target) (bool, error) {
+	id, err := strconv.ParseInt(t.ChatID, 10, 64)
+	if err != nil {
+		return false, fmt.Errorf("telegram: chat id %q is not a number", t.ChatID)
+	}
+	return id > 0, nil
+}
+
 func (c *Adapter) normalize(ctx context.Context, upd *models.Update) (channels.Message, bool) {
 	m := upd.Message
 	if m == nil {

@@ -29,7 +29,8 @@ var (
 // (minute hour day-of-month month day-of-week) with an optional leading
 // seconds field, or a descriptor (@hourly, @daily, @every 30m), in loc
 // (nil = time.Local). Time zones come from the timezone keys, so TZ=
-// prefixes are refused.
+// prefixes are refused. A spec with fixed hours runs once per matching
+// local date across DST changes (see dstSchedule).
 func Parse(spec string, loc *time.Location) (sched cron.Schedule, err error) {
 	spec = strings.TrimSpace(spec)
 	if strings.HasPrefix(spec, "TZ=") || strings.HasPrefix(spec, "CRON_TZ=") {
@@ -47,7 +48,73 @@ func Parse(spec string, loc *time.Location) (sched cron.Schedule, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("invalid cron spec %q: %v (use 5 fields \"min hour dom month dow\", optional leading seconds, or @every 30m / @daily)", truncate(spec, 60), err)
 	}
+	if s, ok := sched.(*cron.SpecSchedule); ok && s.Hour&starBit == 0 {
+		return dstSchedule{s}, nil
+	}
 	return sched, nil
+}
+
+// starBit is robfig/cron's mark of a field given as "*".
+const starBit = 1 << 63
+
+// dstSchedule runs a spec with fixed hours once per matching local date
+// across DST changes, as cron does: a time the spring-forward gap skips
+// (02:30 in Europe/Berlin) runs at the end of the gap (03:00), and a time
+// the fall-back repeats runs only at its first pass. Specs whose hour field
+// is "*" follow real time and are not wrapped (an hourly job runs 23 and 25
+// times on those days).
+type dstSchedule struct{ s *cron.SpecSchedule }
+
+// Next returns the first run after t.
+func (d dstSchedule) Next(t time.Time) time.Time {
+	n := d.s.Next(t)
+	for !n.IsZero() && repeatedWall(n.In(d.s.Location)) {
+		n = d.s.Next(n)
+	}
+	if g := d.gapRun(t, n); !g.IsZero() {
+		return g
+	}
+	return n
+}
+
+// repeatedWall reports whether n's local wall time already occurred once,
+// before a fall-back transition.
+func repeatedWall(n time.Time) bool {
+	start, _ := n.ZoneBounds()
+	if start.IsZero() {
+		return false
+	}
+	_, off := n.Zone()
+	_, prev := start.Add(-time.Nanosecond).Zone()
+	return prev > off && n.Sub(start) < time.Duration(prev-off)*time.Second
+}
+
+// gapRun returns the end of the first spring-forward gap after t and not
+// after n (n zero: within a year) in which the spec has a wall time, or the
+// zero time.
+func (d dstSchedule) gapRun(t, n time.Time) time.Time {
+	cur := t.In(d.s.Location)
+	limit := n
+	if limit.IsZero() {
+		limit = t.AddDate(1, 0, 0)
+	}
+	for {
+		_, end := cur.ZoneBounds()
+		if end.IsZero() || end.After(limit) {
+			return time.Time{}
+		}
+		_, before := end.Add(-time.Nanosecond).Zone()
+		_, after := end.Zone()
+		if after > before {
+			// The gap's wall times continue the old offset from end on.
+			old := *d.s
+			old.Location = time.FixedZone("", before)
+			if m := old.Next(end.Add(-time.Nanosecond)); !m.IsZero() && m.Before(end.Add(time.Duration(after-before)*time.Second)) {
+				return end
+			}
+		}
+		cur = end
+	}
 }
 
 // ParseActiveHours parses "HH:MM-HH:MM" into minutes since midnight. The

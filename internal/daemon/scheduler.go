@@ -28,6 +28,8 @@ func (d *Daemon) buildScheduler(core *Core) error {
 		Agent:     &d.agent,
 		Out:       d.handler,
 		Busy:      d.handler,
+		// heartbeat.targets empty: direct chats only, never groups.
+		IsDirectAllowed: d.greetable,
 		PersonaFor: func(key string) string {
 			t, ok := channels.ParseTarget(key)
 			if !ok {
@@ -58,6 +60,34 @@ func (d *Daemon) buildScheduler(core *Core) error {
 		return err
 	}
 	return registerEnabled(d.config(), core.Tools, sched.SendMessageTool(d.sendAllowed))
+}
+
+// greetable reports whether the heartbeat may greet session key when
+// heartbeat.targets is empty: a session heartbeat.DefaultIsDirectAllowed
+// accepts, of a running channel, that the channel tells is a direct chat
+// (channels.DirectTeller: not a group or channel where the bot was once
+// mentioned). Channels that cannot tell (console, web) are the operator's.
+func (d *Daemon) greetable(key string) bool {
+	if !heartbeat.DefaultIsDirectAllowed(key) {
+		return false
+	}
+	t, _ := channels.ParseTarget(key)
+	ch, ok := d.handler.Channel(t.Channel)
+	if !ok {
+		return false
+	}
+	dt, ok := ch.(channels.DirectTeller)
+	if !ok {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	direct, err := dt.IsDirect(ctx, t)
+	if err != nil {
+		d.log.Warn("heartbeat: cannot tell whether a chat is direct; not greeting it now", "target", key, "err", err)
+		return false
+	}
+	return direct
 }
 
 // heartbeatConfig maps the heartbeat: section to the scheduler's settings.
