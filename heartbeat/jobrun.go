@@ -77,20 +77,31 @@ func (j *Jobs) tickOne(ctx context.Context, s JobSpec, source string, now time.T
 		return nil
 	}
 	if s.OneShot() {
-		if now.Before(s.At) || now.Before(st.RetryAt) {
-			return nil
-		}
-		if ok, err := j.claimOneShot(ctx, s, st, log); !ok {
-			return err
-		}
-		if st.Attempts == 0 && now.Sub(s.At) > s.grace() && s.Misfire != MisfireRunOnce {
-			st.Done = true
-			log.Warn("one-shot job missed while the daemon was down; skipped (misfire skip)", slog.Time("at", s.At))
-			return errors.Join(j.recordSkipped(ctx, s, s.At, 1, now), j.saveState(ctx, s.Name, st))
-		}
-		_, err := j.execute(ctx, s, source, st, s.At, now, false)
+		return j.tickOneShot(ctx, s, source, st, now, log)
+	}
+	return j.tickRecurring(ctx, s, source, st, found, resume, now, log)
+}
+
+// tickOneShot runs a one-shot job whose time has come, once.
+func (j *Jobs) tickOneShot(ctx context.Context, s JobSpec, source string, st jobState, now time.Time, log *slog.Logger) error {
+	if now.Before(s.At) || now.Before(st.RetryAt) {
+		return nil
+	}
+	if ok, err := j.claimOneShot(ctx, s, st, log); !ok {
 		return err
 	}
+	if st.Attempts == 0 && now.Sub(s.At) > s.grace() && s.Misfire != MisfireRunOnce {
+		st.Done = true
+		log.Warn("one-shot job missed while the daemon was down; skipped (misfire skip)", slog.Time("at", s.At))
+		return errors.Join(j.recordSkipped(ctx, s, s.At, 1, now), j.saveState(ctx, s.Name, st))
+	}
+	_, err := j.execute(ctx, s, source, st, s.At, now, false)
+	return err
+}
+
+// tickRecurring runs the latest due occurrence of a recurring job (or the
+// interrupted one resume names) under the misfire rules.
+func (j *Jobs) tickRecurring(ctx context.Context, s JobSpec, source string, st jobState, found bool, resume, now time.Time, log *slog.Logger) error {
 	sched, err := parseSchedule(s, j.location(s))
 	if err != nil {
 		return fmt.Errorf("jobs: %s: %w", s.Name, err)
