@@ -29,15 +29,15 @@ type inbound struct {
 	appMention                                                        bool
 }
 
-// normalize turns a parsed Events API event into a message. deliver is false for
-// events that are not a turn (the bot's own messages, edits, joins, …); those
-// are acknowledged without calling the sink.
 // IsDirect implements channels.DirectTeller: direct message conversations
 // have ids starting with D (as buildMessage decides without a channel type).
 func (c *Adapter) IsDirect(_ context.Context, t channels.Target) (bool, error) {
 	return strings.HasPrefix(t.ChatID, "D"), nil
 }
 
+// normalize turns a parsed Events API event into a message. deliver is false for
+// events that are not a turn (the bot's own messages, edits, joins, …); those
+// are acknowledged without calling the sink.
 func (c *Adapter) normalize(ctx context.Context, ev slackevents.EventsAPIEvent) (channels.Message, bool) {
 	if ev.Type != slackevents.CallbackEvent {
 		return channels.Message{}, false

@@ -32,8 +32,6 @@ func (c *Adapter) identity() (int64, string) {
 	return c.bot.ID(), ""
 }
 
-// normalize turns an update into a channels.Message; ok is false for updates
-// the bot ignores (see the package doc), which are then confirmed.
 // IsDirect implements channels.DirectTeller: a private chat's id is its
 // user's id, positive; groups and channels have negative ids.
 func (c *Adapter) IsDirect(_ context.Context, t channels.Target) (bool, error) {
@@ -44,6 +42,8 @@ func (c *Adapter) IsDirect(_ context.Context, t channels.Target) (bool, error) {
 	return id > 0, nil
 }
 
+// normalize turns an update into a channels.Message; ok is false for updates
+// the bot ignores (see the package doc), which are then confirmed.
 func (c *Adapter) normalize(ctx context.Context, upd *models.Update) (channels.Message, bool) {
 	m := upd.Message
 	if m == nil {
