@@ -157,9 +157,9 @@ func (t *ScheduleTool) buildSpec(ci agent.CallInfo, a scheduleArgs, now time.Tim
 			kind = KindTask
 		}
 	}
-	for what, v := range map[string]string{"text": a.Text, "prompt": a.Prompt} {
-		if n := utf8.RuneCountInString(v); n > MaxChatJobText {
-			return JobSpec{}, nil, fmt.Errorf("schedule: the %s has %d characters; at most %d characters", what, n, MaxChatJobText)
+	for _, f := range [...]struct{ what, v string }{{"text", a.Text}, {"prompt", a.Prompt}} {
+		if n := utf8.RuneCountInString(f.v); n > MaxChatJobText {
+			return JobSpec{}, nil, fmt.Errorf("schedule: the %s has %d characters; at most %d characters", f.what, n, MaxChatJobText)
 		}
 	}
 	loc, err := loadLocation(a.Timezone, t.jobs.o.Location)
