@@ -31,7 +31,7 @@ func (a *app) runCmd() *cobra.Command {
 			}
 			level := new(slog.LevelVar)
 			level.Set(cfg.Log.SlogLevel())
-			procs, restore := daemon.ApplyRuntimeDefaults(os.Getenv) // GOGC=200, 2 Ps a CPU unless set (runtimedefaults.go)
+			procs, restore := daemon.ApplyRuntimeDefaults(os.Getenv) // GOGC=400, 2 Ps a CPU unless set (runtimedefaults.go)
 			defer restore()
 			opts := daemon.Options{Config: cfg, LogLevel: level, Stdin: a.stdin, Stdout: a.stdout, ReleaseIdleMemory: true, Procs: procs}
 			if cfg.Channels.Console.Enabled {

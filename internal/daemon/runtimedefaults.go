@@ -14,13 +14,18 @@ import (
 //
 // Go's default (100) collects whenever the heap has doubled. A daemon's live
 // heap is small (a few MiB idle, ~15 MiB with 1,000 chats), so under load it
-// collected every few milliseconds, and a tenth of its CPU went to the
-// collector and to regrowing the goroutine stacks each cycle shrinks. At 200
-// it collects half as often: ~15 % less CPU per message
-// (BenchmarkHandlerThroughput) for ~10 MiB more peak heap under load. An idle
-// daemon returns its heap every 30 s anyway (pagetrim.go), so its idle
-// memory is unchanged.
-const DefaultGCPercent = 200
+// collected every few milliseconds, and much of its CPU went to the collector
+// and to regrowing the goroutine stacks each cycle shrinks. Each cycle's cost
+// is mostly fixed (it scans the stacks of every waiting turn, intake and
+// delivery), so fewer cycles is what saves: at 200 it took ~15 % less CPU per
+// message (BenchmarkHandlerThroughput) than at 100; at 400 another 5–7 % in
+// the handler benchmark and 0.77–0.90 → 0.72–0.73 ms of CPU a message end to
+// end, for a higher peak under load (66–72 → 98–100 MiB with 200 chats × 10
+// messages through Discord and Slack). Beyond 400 it measured no better. An
+// idle daemon returns its heap every 30 s anyway (pagetrim.go), so its idle
+// memory is unchanged; where memory is tight, GOGC or GOMEMLIMIT in the
+// environment win (BENCHMARKS.md, "Issue 19, third look").
+const DefaultGCPercent = 400
 
 // ProcsPerCPU is how many Ps (GOMAXPROCS) the daemon runs per CPU Go would
 // use by default (its cgroup-aware count) when the environment sets none.

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// The daemon collects at GOGC=200 unless the operator set GOGC; restore puts
+// The daemon collects at DefaultGCPercent unless the operator set GOGC; restore puts
 // back what was in force.
 func TestApplyGCDefault(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(77))

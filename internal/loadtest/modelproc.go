@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -106,8 +107,13 @@ func (mp *ModelProcess) Close() {
 const modelExitGrace = 10 * time.Second
 
 // RunModelProcess is the child's side: it serves EchoModel, writes its URL
-// on stdout and returns when stdin closes.
+// on stdout and returns when stdin closes. It runs on one P: a real model
+// endpoint does not share the daemon's CPUs, so its stand-in should take as
+// little of them as it can. Its connection goroutines only read, answer and
+// write; on 2 CPUs a second P only added wake-ups (idle Ps spinning for
+// work) and cost ~8 µs more of the child's CPU an answer (BENCHMARKS.md).
 func RunModelProcess() {
+	runtime.GOMAXPROCS(1)
 	m, err := startRawEcho()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
