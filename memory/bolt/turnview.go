@@ -15,11 +15,14 @@ func (s *Store) ReadTurn(ctx context.Context, key string, limit int) (memory.Tur
 	var v memory.TurnView
 	err := s.viewOp(ctx, func() string { return "read turn context of " + key }, func(tx *bbolt.Tx) error {
 		v = memory.TurnView{}
+		// The session's bucket is looked up once: in a read transaction
+		// bolt caches no bucket, so each lookup is a search from the root.
+		sb := tx.Bucket(bSessions).Bucket([]byte(key))
 		var err error
-		if v.History, err = loadHistoryTx(tx, key, limit); err != nil {
-			return err
-		}
-		if sb := tx.Bucket(bSessions).Bucket([]byte(key)); sb != nil {
+		if sb != nil {
+			if v.History, err = sessionHistory(sb, limit); err != nil {
+				return err
+			}
 			if v.Found, err = getJSON(sb, kSessMeta, &v.Meta); err != nil {
 				return err
 			}
@@ -37,10 +40,18 @@ func (s *Store) ReadTurn(ctx context.Context, key string, limit int) (memory.Tur
 // loadHistoryTx is LoadHistory inside tx, before sanitizing.
 func loadHistoryTx(tx *bbolt.Tx, key string, limit int) ([]memory.Message, error) {
 	sb := tx.Bucket(bSessions).Bucket([]byte(key))
-	if sb == nil || sb.Bucket(bMsgs) == nil {
+	if sb == nil {
 		return nil, nil
 	}
+	return sessionHistory(sb, limit)
+}
+
+// sessionHistory is loadHistoryTx for the session's bucket sb.
+func sessionHistory(sb *bbolt.Bucket, limit int) ([]memory.Message, error) {
 	msgs := sb.Bucket(bMsgs)
+	if msgs == nil {
+		return nil, nil
+	}
 	var rev []storedMessage // newest first
 	c := msgs.Cursor()
 	for k, v := c.Last(); k != nil; k, v = c.Prev() {

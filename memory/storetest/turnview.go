@@ -10,7 +10,8 @@ import (
 
 // testReadTurn: a backend that implements memory.TurnReader returns in one
 // view exactly what LoadHistory, Session and ListNotes return on their own,
-// for a new session, a session whose window is cut, and one with notes.
+// for a new session, a session whose window is cut, one with notes, and a
+// chat with notes but no turns yet.
 func (h harness) testReadTurn(t *testing.T) {
 	ctx := context.Background()
 	s, _, _ := h.openTest(t)
@@ -30,7 +31,7 @@ func (h harness) testReadTurn(t *testing.T) {
 	for _, tc := range []struct {
 		key   string
 		limit int
-	}{{key, 0}, {key, 3}, {key, 100}, {"slack:T1:new", 10}} {
+	}{{key, 0}, {key, 3}, {key, 100}, {"slack:T1:new", 10}, {other, 10}} {
 		v, err := tr.ReadTurn(ctx, tc.key, tc.limit)
 		mustNo(t, err)
 		hist, err := s.LoadHistory(ctx, tc.key, tc.limit)
