@@ -293,12 +293,15 @@ func TestClusterSIGKILLReplicas(t *testing.T) {
 	}
 	// Each chat's answers in order: of two messages the platform delivered
 	// back to back, the second is never answered before the first (both in
-	// one answer is fine: mid-turn messages join the next turn). Pairs whose
-	// first message was lost with a killed replica and came back through the
-	// platform's retry are not ordered by the platform either: only pairs
-	// answered within the wait count.
+	// one answer is fine: mid-turn messages join the next turn). Only pairs
+	// answered within the wait count. A pair whose first message Slack
+	// delivered again (its envelope was left unacknowledged by a killed
+	// replica) is not ordered by the platform either: the retry comes 400 ms
+	// later, after the second. Those are listed apart. Counted as swaps they
+	// are the likely cause of one run in ~20 exceeding the 1 % bound (19
+	// swaps): in the runs since, every swap seen was one of them.
 	ordered, slackPairs := 0, 0
-	var slackSwapped []string
+	var slackSwapped, slackLate []string
 	for _, m := range sent {
 		if m.prev == "" || !m.inice {
 			continue
@@ -310,6 +313,13 @@ func TestClusterSIGKILLReplicas(t *testing.T) {
 			slackPairs++
 		}
 		if !second.First.Before(first.First) {
+			continue
+		}
+		if slack && s.r.p.Redelivered(m.prev) {
+			// The first message was left unacknowledged by a killed (or
+			// stalled) replica and Slack delivered it again 400 ms later,
+			// after the second: the platform's own order.
+			slackLate = append(slackLate, m.prev+"/"+m.tok)
 			continue
 		}
 		if slack {
@@ -353,8 +363,8 @@ func TestClusterSIGKILLReplicas(t *testing.T) {
 		t.Errorf("no kill of the Telegram poller was measured")
 	}
 	t.Logf("%d kills of %d replicas; %d messages from %d chats, %d unanswered Discord first contacts; %d resends, %d duplicates; "+
-		"%d reminder deliveries; %d pairs in order, %d of %d Slack pairs swapped; Telegram polling taken over %d times, worst %v (lease ttl %v): %v",
-		kills, replicas, len(sent), chats, len(firstContact), resends, len(dups), len(ticks), ordered, len(slackSwapped), slackPairs, len(takeovers), worst, clusterTTL, takeovers)
+		"%d reminder deliveries; %d pairs in order, %d of %d Slack pairs swapped (and %d whose first message Slack redelivered: %v); Telegram polling taken over %d times, worst %v (lease ttl %v): %v",
+		kills, replicas, len(sent), chats, len(firstContact), resends, len(dups), len(ticks), ordered, len(slackSwapped), slackPairs, len(slackLate), slackLate, len(takeovers), worst, clusterTTL, takeovers)
 	if slots := int(time.Since(began) / (3 * time.Second)); len(ticks) < slots/3 {
 		var lines []string
 		for _, l := range strings.Split(out, "\n") {

@@ -54,6 +54,10 @@ type Platforms struct {
 
 	mu      sync.Mutex
 	waiters map[string]chan time.Time
+	// Slack envelopes sent by SayOn (envelope id -> text), and the tokens
+	// of those RedeliverSlack sent again (Redelivered).
+	slackSent   map[string]string
+	redelivered map[string]bool
 }
 
 // StartPlatforms starts the fake model and the three fake platforms with
@@ -69,7 +73,7 @@ func StartPlatforms(m ModelOptions) (*Platforms, error) {
 			return out
 		}
 	}
-	p := &Platforms{waiters: map[string]chan time.Time{}}
+	p := &Platforms{waiters: map[string]chan time.Time{}, slackSent: map[string]string{}, redelivered: map[string]bool{}}
 	if m.Lean {
 		p.Echo = NewEchoModel()
 	} else {
@@ -193,7 +197,37 @@ func (p *Platforms) SayOn(pl Platform, chat int, text string) {
 	case Discord:
 		p.Discord.UserSays(DiscordChannelID(chat), DiscordUserID(chat), text, fakediscord.SayOptions{})
 	case Slack:
-		p.Slack.UserDMs(SlackUserID(chat), text)
+		_, env := p.Slack.UserDMs(SlackUserID(chat), text)
+		p.mu.Lock()
+		p.slackSent[env] = text
+		p.mu.Unlock()
+	}
+}
+
+// Redelivered reports whether the Slack message carrying token was sent
+// again by RedeliverSlack: it was left unacknowledged (the replica holding
+// its connection was killed, or slow to acknowledge), so Slack itself
+// delivered it late, after what the user sent next.
+func (p *Platforms) Redelivered(token string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.redelivered[token]
+}
+
+// redeliver sends Slack envelope id again, its tokens recorded first (the
+// delivery may be read before Redeliver returns).
+func (p *Platforms) redeliver(id string) {
+	p.mu.Lock()
+	text, ok := p.slackSent[id]
+	for _, tok := range tokenRE.FindAllString(text, -1) {
+		p.redelivered[tok] = true
+	}
+	p.mu.Unlock()
+	again := p.Slack.Redeliver(id)
+	if ok {
+		p.mu.Lock()
+		p.slackSent[again] = text
+		p.mu.Unlock()
 	}
 }
 
@@ -406,7 +440,7 @@ func (p *Platforms) RedeliverSlack(ctx context.Context, after time.Duration) {
 			}
 			if now.Sub(fs) >= after {
 				done[id] = true
-				p.Slack.Redeliver(id)
+				p.redeliver(id)
 			}
 		}
 	}
