@@ -31,9 +31,11 @@ func (a *app) runCmd() *cobra.Command {
 			}
 			level := new(slog.LevelVar)
 			level.Set(cfg.Log.SlogLevel())
-			procs, restore := daemon.ApplyRuntimeDefaults(os.Getenv) // GOGC=400, 2 Ps a CPU unless set (runtimedefaults.go)
+			// GOGC=400, 2 Ps a CPU, the Go memory limit under a cgroup's,
+			// unless set (runtimedefaults.go, memlimit.go).
+			rt, restore := daemon.ApplyRuntimeDefaults(os.Getenv)
 			defer restore()
-			opts := daemon.Options{Config: cfg, LogLevel: level, Stdin: a.stdin, Stdout: a.stdout, ReleaseIdleMemory: true, Procs: procs}
+			opts := daemon.Options{Config: cfg, LogLevel: level, Stdin: a.stdin, Stdout: a.stdout, ReleaseIdleMemory: true, Procs: rt.Procs}
 			if cfg.Channels.Console.Enabled {
 				// Answers on stdout, logs on stderr, never tearing each other's
 				// lines; a prompt when stdin is a terminal.
@@ -45,6 +47,10 @@ func (a *app) runCmd() *cobra.Command {
 			log := a.logger(cfg, level)
 			opts.Logger = log
 			log.Info(note, "data_dir", cfg.ResolvePath(cfg.Bot.DataDir))
+			if rt.CgroupMemLimit > 0 {
+				log.Info("Go memory limit set below the cgroup's (GOMEMLIMIT unset)",
+					"cgroup_limit_mib", rt.CgroupMemLimit>>20, "go_limit_mib", rt.CgroupMemLimit/100*daemon.MemLimitPercent>>20)
+			}
 			return a.serve(cmd.Context(), opts, log)
 		},
 	}

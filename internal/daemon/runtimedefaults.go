@@ -78,14 +78,24 @@ func ApplyProcsDefault(getenv func(string) string) (Procs, func()) {
 	return p, runtime.SetDefaultGOMAXPROCS
 }
 
-// ApplyRuntimeDefaults applies ApplyGCDefault and ApplyProcsDefault; restore
-// undoes both. The switchboard daemon calls it at start (and passes the
-// Procs on), and the handler benchmarks too, so they measure the daemon as
-// it runs.
-func ApplyRuntimeDefaults(getenv func(string) string) (Procs, func()) {
+// Runtime is what ApplyRuntimeDefaults chose.
+type Runtime struct {
+	Procs Procs
+	// CgroupMemLimit is the cgroup memory limit the Go memory limit was
+	// derived from (ApplyMemLimitDefault); 0 when none was applied.
+	CgroupMemLimit int64
+}
+
+// ApplyRuntimeDefaults applies ApplyGCDefault, ApplyProcsDefault and
+// ApplyMemLimitDefault; restore undoes all three. The switchboard daemon calls
+// it at start (and passes the Procs on), and the handler benchmarks too, so
+// they measure the daemon as it runs.
+func ApplyRuntimeDefaults(getenv func(string) string) (Runtime, func()) {
 	gc := ApplyGCDefault(getenv)
 	p, procs := ApplyProcsDefault(getenv)
-	return p, func() {
+	limit, mem := ApplyMemLimitDefault(getenv, "/")
+	return Runtime{Procs: p, CgroupMemLimit: limit}, func() {
+		mem()
 		procs()
 		gc()
 	}
