@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -308,12 +309,27 @@ func (t *turn) call(ctx context.Context, req ChatRequest, onText func(string), o
 	if err != nil {
 		e.Error = err.Error()
 	} else {
-		e.Observation = fmt.Sprintf("finish=%s tool_calls=%d tokens=%d attempts=%d", resp.FinishReason,
-			len(resp.ToolCalls), resp.Usage.TotalTokens, resp.Attempts)
+		e.Observation = modelObservation(resp)
 	}
 	t.tr.add(e)
 	t.usage = t.usage.Add(resp.Usage)
 	return resp, err
+}
+
+// modelObservation is a model call's trace summary: "finish=stop
+// tool_calls=0 tokens=42 attempts=1" (appended by hand: once a model call,
+// fmt's formatting showed in the handler's profile).
+func modelObservation(resp ChatResponse) string {
+	b := make([]byte, 0, 64)
+	b = append(b, "finish="...)
+	b = append(b, resp.FinishReason...)
+	b = append(b, " tool_calls="...)
+	b = strconv.AppendInt(b, int64(len(resp.ToolCalls)), 10)
+	b = append(b, " tokens="...)
+	b = strconv.AppendInt(b, int64(resp.Usage.TotalTokens), 10)
+	b = append(b, " attempts="...)
+	b = strconv.AppendInt(b, int64(resp.Attempts), 10)
+	return string(b)
 }
 
 // step asks the model for the next move. A non-empty note makes it the

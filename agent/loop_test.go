@@ -506,3 +506,18 @@ func TestTraceRecordsStates(t *testing.T) {
 		t.Fatalf("tool trace %+v", tool)
 	}
 }
+
+// The model call's trace summary reads as it did when fmt wrote it.
+func TestModelObservation(t *testing.T) {
+	for _, resp := range []ChatResponse{
+		{FinishReason: "stop", Usage: memory.Usage{TotalTokens: 42}, Attempts: 1},
+		{FinishReason: "tool_calls", ToolCalls: make([]memory.ToolCall, 3), Usage: memory.Usage{TotalTokens: 123456}, Attempts: 2},
+		{},
+	} {
+		want := fmt.Sprintf("finish=%s tool_calls=%d tokens=%d attempts=%d", resp.FinishReason,
+			len(resp.ToolCalls), resp.Usage.TotalTokens, resp.Attempts)
+		if got := modelObservation(resp); got != want {
+			t.Errorf("modelObservation = %q, want %q", got, want)
+		}
+	}
+}
