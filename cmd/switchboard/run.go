@@ -49,7 +49,7 @@ func (a *app) runCmd() *cobra.Command {
 			log.Info(note, "data_dir", cfg.ResolvePath(cfg.Bot.DataDir))
 			if rt.CgroupMemLimit > 0 {
 				log.Info("Go memory limit set below the cgroup's (GOMEMLIMIT unset)",
-					"cgroup_limit_mib", rt.CgroupMemLimit>>20, "go_limit_mib", rt.CgroupMemLimit/100*daemon.MemLimitPercent>>20)
+					"cgroup_limit_mib", rt.CgroupMemLimit>>20, "go_limit_mib", rt.GoMemLimit>>20)
 			}
 			return a.serve(cmd.Context(), opts, log)
 		},

@@ -43,9 +43,12 @@ func ApplyMemLimitDefault(getenv func(string) string, root string) (cgroupLimit 
 	if !ok {
 		return 0, func() {}
 	}
-	previous := debug.SetMemoryLimit(limit / 100 * MemLimitPercent)
+	previous := debug.SetMemoryLimit(goMemLimit(limit))
 	return limit, func() { debug.SetMemoryLimit(previous) }
 }
+
+// goMemLimit is the Go memory limit for cgroup limit cgroup (0 for 0).
+func goMemLimit(cgroup int64) int64 { return cgroup / 100 * MemLimitPercent }
 
 // cgroupMemoryLimit is the smallest memory limit on the path of this
 // process's cgroup (v2 memory.max, or v1 memory.limit_in_bytes), read under

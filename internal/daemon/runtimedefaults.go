@@ -19,9 +19,10 @@ import (
 // is mostly fixed (it scans the stacks of every waiting turn, intake and
 // delivery), so fewer cycles is what saves: at 200 it took ~15 % less CPU per
 // message (BenchmarkHandlerThroughput) than at 100; at 400 another 5–7 % in
-// the handler benchmark and 0.77–0.90 → 0.72–0.73 ms of CPU a message end to
-// end, for a higher peak under load (66–72 → 98–100 MiB with 200 chats × 10
-// messages through Discord and Slack). Beyond 400 it measured no better. An
+// the handler benchmark and 0.82–0.88 → 0.74–0.78 ms of CPU a message end to
+// end, for a higher peak under load (63–67 → 84–92 MiB with 200 chats × 10
+// messages through Discord and Slack; memlimit.go keeps it under a cgroup's
+// limit). Beyond 400 it measured no better. An
 // idle daemon returns its heap every 30 s anyway (pagetrim.go), so its idle
 // memory is unchanged; where memory is tight, GOGC or GOMEMLIMIT in the
 // environment win (BENCHMARKS.md, "Issue 19, third look").
@@ -82,8 +83,9 @@ func ApplyProcsDefault(getenv func(string) string) (Procs, func()) {
 type Runtime struct {
 	Procs Procs
 	// CgroupMemLimit is the cgroup memory limit the Go memory limit was
-	// derived from (ApplyMemLimitDefault); 0 when none was applied.
-	CgroupMemLimit int64
+	// derived from (ApplyMemLimitDefault), GoMemLimit the limit set; both 0
+	// when none was applied.
+	CgroupMemLimit, GoMemLimit int64
 }
 
 // ApplyRuntimeDefaults applies ApplyGCDefault, ApplyProcsDefault and
@@ -94,7 +96,7 @@ func ApplyRuntimeDefaults(getenv func(string) string) (Runtime, func()) {
 	gc := ApplyGCDefault(getenv)
 	p, procs := ApplyProcsDefault(getenv)
 	limit, mem := ApplyMemLimitDefault(getenv, "/")
-	return Runtime{Procs: p, CgroupMemLimit: limit}, func() {
+	return Runtime{Procs: p, CgroupMemLimit: limit, GoMemLimit: goMemLimit(limit)}, func() {
 		mem()
 		procs()
 		gc()
