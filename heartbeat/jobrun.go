@@ -152,8 +152,9 @@ func (j *Jobs) tickRecurring(ctx context.Context, s JobSpec, source string, st j
 	return err
 }
 
-// runInterrupted is the error of a run a stopped daemon left unfinished.
-const runInterrupted = "interrupted: the daemon stopped during this run"
+// RunInterrupted is the error recorded for a run a stopped daemon left
+// unfinished; the next process (or leader) runs that occurrence again once.
+const RunInterrupted = "interrupted: the daemon stopped during this run"
 
 // interrupted looks, at the first tick of job name since the scheduler
 // started, for a run a previous process left "running" (killed before or
@@ -175,12 +176,12 @@ func (j *Jobs) interrupted(ctx context.Context, name string, log *slog.Logger) (
 	var resume time.Time
 	if len(runs) > 0 && runs[0].Status == RunRunning {
 		run := runs[0]
-		run.Status, run.Error, run.Finished = RunFailed, runInterrupted, j.o.Now()
+		run.Status, run.Error, run.Finished = RunFailed, RunInterrupted, j.o.Now()
 		if err := j.o.Store.UpdateRun(ctx, run); err != nil {
 			return time.Time{}, fmt.Errorf("record interrupted run: %w", err)
 		}
 		resume = run.Scheduled
-		if len(runs) > 1 && runs[1].Error == runInterrupted && runs[1].Scheduled.Equal(resume) {
+		if len(runs) > 1 && runs[1].Error == RunInterrupted && runs[1].Scheduled.Equal(resume) {
 			resume = time.Time{}
 			log.Error("a run was interrupted twice; not running it again", slog.Time("scheduled", run.Scheduled))
 		} else {
