@@ -193,3 +193,25 @@ type DirectTeller interface {
 type Verifier interface {
 	Delivered(ctx context.Context, out Outgoing, since time.Time) (id string, found bool, err error)
 }
+
+// ErrNoPreviews is what Previewer.Preview returns when the platform turns out
+// not to support previews after all (an older self-hosted server that does not
+// know the method). The caller streams by edits instead; the channel answers
+// false from Previews for the rest of the process.
+var ErrNoPreviews = errors.New("previews are not supported by this server")
+
+// Previewer is implemented by channels that can show an answer while it is
+// being written as an ephemeral preview that never becomes a message
+// (Telegram's sendMessageDraft in private chats). Where Previews says yes, the
+// shared streaming path previews instead of sending a draft message and
+// editing it: a crash mid-answer then leaves nothing in the chat, and the
+// answer is sent once, at the end, with Send.
+type Previewer interface {
+	// Previews reports, without a platform call, whether target can show
+	// previews.
+	Previews(target Target) bool
+	// Preview shows text (platform markup, one chunk) as preview draftID in
+	// target; a later call with the same draftID replaces it. It returns
+	// ErrNoPreviews (wrapped) when the server does not support previews.
+	Preview(ctx context.Context, target Target, draftID int64, text string) error
+}

@@ -250,10 +250,7 @@ func (run *deliveryRun) chunks(ctx context.Context, ch channels.Channel, chunks 
 				ids = append(ids, id)
 				continue
 			}
-			o.resent.Add(1)
-			o.obs.Delivery("resent")
-			o.log.Warn("resending a chunk whose earlier send has no receipt",
-				"target", d.Target.String(), "turn", d.TurnID, "chunk", i)
+			o.countResend(d, i, "answer")
 		}
 		id, err := run.send(ctx, ch, i, c, 0, false)
 		if err != nil {
@@ -262,6 +259,19 @@ func (run *deliveryRun) chunks(ctx context.Context, ch channels.Channel, chunks 
 		ids = append(ids, id)
 	}
 	return ids, nil
+}
+
+// countResend counts and logs a chunk sent again because its earlier send
+// has no receipt (a crash during the platform call, the window DESIGN.md
+// allows): switchboard_deliveries_total{outcome="resent"} and a WARN naming
+// the chat. If the earlier send had reached the platform, the chat shows the
+// chunk twice; nothing else may double a message. kind is "answer" or
+// "draft" (a streamed draft of an earlier run).
+func (o *Outbound) countResend(d Delivery, i int, kind string) {
+	o.resent.Add(1)
+	o.obs.Delivery("resent")
+	o.log.Warn("resending a chunk whose earlier send has no receipt; the chat may show it twice",
+		"target", d.Target.String(), "turn", d.TurnID, "chunk", i, "kind", kind)
 }
 
 // verify asks a Verifier channel whether a chunk without a receipt reached

@@ -2,6 +2,8 @@ package hub
 
 import (
 	"context"
+	"errors"
+	"hash/fnv"
 	"sync"
 	"time"
 
@@ -24,10 +26,18 @@ const streamMinChars = 24
 // Drafts are capped at the Outbound's MaxChunks; past that the streamer stops
 // and the final delivery adds TruncatedNote. Stop ends the goroutine; it is
 // idempotent.
+//
+// Where the channel can preview (channels.Previewer: Telegram's private
+// chats), the streamer shows the chunk being written as an ephemeral preview
+// instead, and sends nothing that stays: the answer is sent once, by the
+// final delivery, so a crash mid-answer leaves no fragment in the chat. A
+// turn whose earlier run left drafts, or a channel that turns out not to
+// support previews (ErrNoPreviews), streams by edits.
 type streamer struct {
 	out      *Outbound
 	ch       channels.Channel
 	ed       channels.Editor
+	pv       channels.Previewer // nil: stream by edits
 	d        Delivery
 	interval time.Duration
 
@@ -45,6 +55,7 @@ type streamer struct {
 	drafts map[int]draft        // chunk index → message shown
 	prior  map[int]chunkRecords // the outbox's records of the turn at start
 	full   bool                 // the text outgrew the chunk cap: no more renders
+	shown  string               // the preview shown last (preview mode)
 }
 
 // draft is one streamed message: its platform id and the text it shows.
@@ -57,6 +68,9 @@ func startStreamer(ctx context.Context, out *Outbound, ch channels.Channel, ed c
 		wake: make(chan struct{}, 1), stopCh: make(chan struct{}), done: make(chan struct{})}
 	if s.interval <= 0 {
 		s.interval = time.Second
+	}
+	if pv, ok := ch.(channels.Previewer); ok && pv.Previews(d.Target) {
+		s.pv = pv
 	}
 	go s.loop(ctx)
 	return s
@@ -138,6 +152,9 @@ func (s *streamer) adopt(ctx context.Context) {
 		return
 	}
 	s.prior = state
+	if len(state) > 0 {
+		s.pv = nil // an earlier run's drafts are edited into the answer
+	}
 	for i, cr := range state {
 		if cr.hasMsg {
 			// The killed run may have edited the draft past the recorded
@@ -157,6 +174,12 @@ func (s *streamer) render(ctx context.Context, text string) {
 		chunks = chunks[:max]
 		s.full = true // the final delivery cuts the answer and adds the note
 	}
+	if s.pv != nil {
+		if s.preview(ctx, chunks) {
+			return
+		}
+		s.pv = nil // not supported after all: stream by edits from here
+	}
 	for i, c := range chunks {
 		dr, ok := s.drafts[i]
 		if !ok {
@@ -165,6 +188,8 @@ func (s *streamer) render(ctx context.Context, text string) {
 				if id, found := s.out.verify(ctx, s.ch, s.d, i, c, cr.last); found {
 					dr, ok = draft{id: id, shown: cr.last.Text}, true
 					s.drafts[i] = dr
+				} else {
+					s.out.countResend(s.d, i, "draft")
 				}
 				delete(s.prior, i)
 			}
@@ -188,6 +213,39 @@ func (s *streamer) render(ctx context.Context, text string) {
 		}
 		s.drafts[i] = draft{id: id, shown: c.Text}
 	}
+}
+
+// preview shows the chunk being written (the last one) as a preview; each
+// chunk is its own preview. It reports false when the channel does not
+// support previews after all. Other failures are logged and skipped: a
+// preview is a courtesy, the answer is sent anyway.
+func (s *streamer) preview(ctx context.Context, chunks []channels.Chunk) bool {
+	if len(chunks) == 0 {
+		return true
+	}
+	i := len(chunks) - 1
+	text := chunks[i].Text
+	if text == s.shown {
+		return true
+	}
+	err := s.pv.Preview(ctx, s.d.Target, previewID(s.d.TurnID, i), text)
+	switch {
+	case errors.Is(err, channels.ErrNoPreviews):
+		return false
+	case err != nil:
+		s.out.log.Debug("stream preview failed", "target", s.d.Target.String(), "err", err)
+	default:
+		s.shown = text
+	}
+	return true
+}
+
+// previewID is the preview id of chunk i of a turn's answer: non-zero,
+// stable for the turn, different for each chunk.
+func previewID(turnID string, i int) int64 {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(turnID))
+	return int64(h.Sum32()>>1)<<6 + int64(i%64) + 1
 }
 
 // quiet reports, after Stop, whether the streamer neither sent a draft nor

@@ -53,6 +53,15 @@
 //     permanent error wrapping *MigratedError, whose MovedTo() is the new
 //     target; the handler can move the session there (errors.As on
 //     interface{ MovedTo() channels.Target }).
+//   - Streaming. In private chats an answer being written is shown with
+//     sendMessageDraft (Bot API 9.3+), an ephemeral preview that never
+//     becomes a message, and the answer is persisted with one sendMessage at
+//     the end (channels.Previewer): a crash mid-answer leaves no fragment,
+//     and the only window in which a crash can double a message is that
+//     sendMessage's round trip (Bot API has no idempotency key). A server
+//     that answers 404 to sendMessageDraft (an older local Bot API server)
+//     is remembered for the process: from then on private chats stream by
+//     editMessageText like groups, where the window is a draft's first send.
 //   - Pacing: sends wait on a per-chat limiter (default 1/s) and a global one
 //     (default 30/s); edits wait on the global one only (the handler already
 //     throttles them per chat with EditInterval). Telegram's stricter 20/min
@@ -162,7 +171,7 @@ func masked(s string) string {
 }
 
 // Adapter is the Telegram adapter. It implements channels.Channel, Typer,
-// Editor, Readiness, Webhook and Pacer.
+// Editor, Readiness, Webhook, Pacer, DirectTeller and Previewer.
 type Adapter struct {
 	opts   Options
 	token  string
@@ -182,6 +191,11 @@ type Adapter struct {
 	ready   atomic.Bool
 	lastOK  atomic.Int64 // unix nanos of the last successful getUpdates
 
+	// noPreviews is set once the server answered sendMessageDraft with
+	// 404 (an older local Bot API server): private chats stream by edits
+	// for the rest of the process.
+	noPreviews atomic.Bool
+
 	webhookMu sync.Mutex // serializes webhook deliveries into the sink
 }
 
@@ -195,6 +209,7 @@ var (
 	_ channels.Webhook      = (*Adapter)(nil)
 	_ channels.Pacer        = (*Adapter)(nil)
 	_ channels.DirectTeller = (*Adapter)(nil)
+	_ channels.Previewer    = (*Adapter)(nil)
 )
 
 // New validates opts and builds an Adapter. It makes no network calls; Run

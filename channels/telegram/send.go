@@ -351,3 +351,71 @@ const ChunkLimit = 4000
 func (c *Adapter) Format(markdown string) []channels.Chunk {
 	return markup.TelegramChunks(markdown, ChunkLimit)
 }
+
+// Previews implements channels.Previewer: private chats (positive ids) can
+// show sendMessageDraft previews unless the server said it does not know
+// the method.
+func (c *Adapter) Previews(target channels.Target) bool {
+	if c.noPreviews.Load() {
+		return false
+	}
+	id, err := parseChatID(target.ChatID)
+	return err == nil && id > 0
+}
+
+// Preview shows text (Telegram HTML) as the draft draftID of a private chat
+// with sendMessageDraft. Markup Telegram cannot parse is shown as plain text.
+// A 404 answer means the server does not know the method: it is remembered
+// for the process (logged once) and ErrNoPreviews is returned, so the caller
+// streams by edits. Other failures are classified like Send's.
+func (c *Adapter) Preview(ctx context.Context, target channels.Target, draftID int64, text string) error {
+	if c.noPreviews.Load() {
+		return channels.ErrNoPreviews
+	}
+	chatID, err := parseChatID(target.ChatID)
+	if err != nil {
+		return channels.Permanent(err)
+	}
+	if chatID < 0 {
+		return channels.Permanent(fmt.Errorf("telegram: previews need a private chat, not %d", chatID))
+	}
+	if draftID == 0 {
+		return channels.Permanent(errors.New("telegram: draft id must not be zero"))
+	}
+	if strings.TrimSpace(text) == "" {
+		return channels.Permanent(errors.New("telegram: empty message"))
+	}
+	if err := c.global.Wait(ctx); err != nil {
+		return fmt.Errorf("telegram: wait for send slot: %w", err)
+	}
+	params := &bot.SendMessageDraftParams{ChatID: chatID, DraftID: strconv.FormatInt(draftID, 10), Text: text,
+		ParseMode: models.ParseModeHTML}
+	if target.ThreadID != "" {
+		if tid, err := strconv.Atoi(target.ThreadID); err == nil && tid > 0 {
+			params.MessageThreadID = tid
+		}
+	}
+	err = c.sendDraft(ctx, params)
+	if err != nil && isParseError(err) {
+		params.Text, params.ParseMode = stripHTML(text), ""
+		err = c.sendDraft(ctx, params)
+	}
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, bot.ErrorNotFound):
+		if c.noPreviews.CompareAndSwap(false, true) {
+			c.log.Info("the Bot API server does not know sendMessageDraft; private chats stream by editing a message",
+				"err", c.redact(err))
+		}
+		return fmt.Errorf("telegram: %w", channels.ErrNoPreviews)
+	}
+	return c.classify(err, target)
+}
+
+func (c *Adapter) sendDraft(ctx context.Context, p *bot.SendMessageDraftParams) error {
+	ctx, cancel := c.callCtx(ctx)
+	defer cancel()
+	_, err := c.bot.SendMessageDraft(ctx, p)
+	return err
+}

@@ -22,8 +22,8 @@ import (
 	"github.com/switchboard-bot/switchboard/memory/bolt"
 )
 
-// TestKillRestartDuringConversations SIGKILLs the daemon at random points
-// while 100 conversations (spread over Telegram, Discord and Slack) run, and
+// TestKillRestartDuringConversations SIGKILLs the daemon, on a machine kept
+// busy by a CPU hog, at random points while 100 conversations (spread over Telegram, Discord and Slack) run, and
 // restarts it each time. Telegram and Slack redeliver what was not
 // acknowledged (Slack's retry is played by the harness), so every user
 // message there must get exactly one reply. Resends in the one window
@@ -33,6 +33,7 @@ func TestKillRestartDuringConversations(t *testing.T) {
 	if testing.Short() {
 		t.Skip("chaos: starts and kills the daemon binary")
 	}
+	cpuHog(t)
 	const chats, msgs, kills = 100, 3, 4
 	dataDir := filepath.Join(t.TempDir(), "data")
 	r := newRig(t, loadtest.ModelOptions{}, loadtest.ConfigOptions{DataDir: dataDir})

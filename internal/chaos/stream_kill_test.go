@@ -90,8 +90,9 @@ func (r *rig) tallyStreams(chats []int, msgs int) streamTally {
 	return t
 }
 
-// TestKillDuringStreamingAnswers SIGKILLs the daemon while answers stream
-// into Telegram and Slack chats (drafts edited in place), and restarts it.
+// TestKillDuringStreamingAnswers SIGKILLs the daemon, on a machine kept busy
+// by a CPU hog, while answers stream into Telegram private chats (previews)
+// and Slack chats (drafts edited in place), and restarts it.
 // Every chat must end with each answer exactly once and complete: no lost
 // answer, no doubled one, and no fragment, i.e. no draft of a killed run
 // left next to the re-run's answer. Resends in the one window DESIGN.md
@@ -102,8 +103,9 @@ func TestKillDuringStreamingAnswers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("chaos: starts and kills the daemon binary")
 	}
+	cpuHog(t)
 	const msgs, kills = 3, 4
-	chats := []int{0, 2, 3, 5} // two Telegram, two Slack chats
+	chats := []int{0, 2, 3, 5} // two Telegram (private), two Slack chats
 	model := loadtest.ModelOptions{Responder: func(req *fakellm.Request) fakellm.Response {
 		text := req.LastUserText()
 		tok := text
@@ -187,6 +189,9 @@ func TestKillDuringStreamingAnswers(t *testing.T) {
 			len(tally.doubled), tally.doubled, len(tally.fragments), tally.fragments, resends)
 	} else if extra > 0 {
 		t.Logf("extra messages, all explained by counted resends: doubled %v, fragments %v", tally.doubled, tally.fragments)
+	}
+	if tg := r.tallyStreams([]int{0, 3}, msgs); len(tg.fragments) > 0 {
+		t.Errorf("fragments in Telegram private chats, where answers stream as previews that never stay: %v", tg.fragments)
 	}
 	if adopted == 0 {
 		t.Errorf("no re-run continued a killed run's draft: the kills did not land mid-answer, the test proves nothing; output:\n%s", out)

@@ -43,29 +43,71 @@ func startTelegram(t *testing.T, r fakellm.Responder) (*fakellm.Server, *faketel
 	return llm, tg, d
 }
 
-// Issue 4: a private chat round trip; the answer streams in with edits and
-// ends as the model's full text.
-func TestTelegramPrivateChatStreamsWithEdits(t *testing.T) {
+// Issues 4 and 27: an answer streams in while it is written. In a private
+// chat it is previewed with sendMessageDraft (nothing that stays) and sent
+// once with sendMessage at the end: no message is ever edited, so a crash
+// mid-answer can leave no fragment. A server that does not know the method
+// (older than Bot API 9.3) answers it 404 once per process; from then on,
+// and in groups always, the answer streams by editing a draft message.
+func TestTelegramStreamingPreviewsInPrivateChatsEditsElsewhere(t *testing.T) {
 	const answer = "Hello Alice! Here is a streamed answer that arrives in many small pieces."
-	llm, tg, _ := startTelegram(t, fakellm.Text(answer))
-	llm.SetResponder(func(*fakellm.Request) fakellm.Response {
-		return fakellm.Response{Content: answer, ChunkSize: 4, ChunkDelay: 15 * time.Millisecond}
-	})
+	cases := []struct {
+		name       string
+		noDrafts   bool
+		chat       int64
+		say        []faketelegram.SayOption
+		text       string
+		wantDrafts bool // previews shown, no edits
+	}{
+		{name: "private chat previews", chat: tgUser, text: "hi there", wantDrafts: true},
+		{name: "older server edits", noDrafts: true, chat: tgUser, text: "hi there"},
+		{name: "group edits", chat: tgGroup, say: []faketelegram.SayOption{faketelegram.InSupergroup("Team")},
+			text: "@switchboard_bot hi there"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			llm := fakellm.Start(t, func(*fakellm.Request) fakellm.Response {
+				return fakellm.Response{Content: answer, ChunkSize: 4, ChunkDelay: 15 * time.Millisecond}
+			})
+			tg := faketelegram.New(t, faketelegram.Options{NoDrafts: tc.noDrafts})
+			startDaemon(t, telegramConfig(t, llm, tg), tg.Token())
 
-	tg.UserSays(tgUser, "hi there")
-	eventually(t, "the full answer in the chat", func() bool {
-		s := tg.Sent(tgUser)
-		return len(s) == 1 && s[0].Plain == answer
-	})
-	if got := userTexts(llm); len(got) != 1 || got[0] != "hi there" {
-		t.Fatalf("model saw user texts %q, want [\"hi there\"]", got)
-	}
-	if n := len(tg.Requests("editMessageText")); n == 0 {
-		t.Fatalf("no editMessageText calls: the answer was not streamed")
-	}
-	settle()
-	if s := tg.Sent(tgUser); len(s) != 1 {
-		t.Fatalf("bot messages = %d, want exactly 1: %+v", len(s), s)
+			for round := 1; round <= 2; round++ {
+				tg.UserSays(tc.chat, tc.text, tc.say...)
+				eventually(t, "the full answer in the chat", func() bool {
+					s := tg.Sent(tc.chat)
+					return len(s) == round && s[round-1].Plain == answer
+				})
+			}
+			settle()
+			sent := tg.Sent(tc.chat)
+			if len(sent) != 2 {
+				t.Fatalf("bot messages = %d, want exactly 2 (one per answer): %+v", len(sent), sent)
+			}
+			drafts, edits := tg.Drafts(tc.chat), tg.Requests("editMessageText")
+			draftCalls := len(tg.Requests("sendMessageDraft"))
+			if tc.wantDrafts {
+				if len(drafts) < 2 || len(edits) != 0 {
+					t.Fatalf("%d previews and %d edits: want the answers previewed, never edited", len(drafts), len(edits))
+				}
+				if last := drafts[len(drafts)-1]; !strings.HasPrefix(answer, last.Plain) || last.DraftID == 0 {
+					t.Fatalf("last preview %+v: want a beginning of the answer under a non-zero draft id", last)
+				}
+				if sent[0].Edits != 0 || sent[1].Edits != 0 {
+					t.Fatalf("messages were edited: %+v", sent)
+				}
+				return
+			}
+			if len(edits) == 0 || len(drafts) != 0 {
+				t.Fatalf("%d edits and %d previews: want the answer streamed by edits", len(edits), len(drafts))
+			}
+			if tc.noDrafts && draftCalls != 1 {
+				t.Fatalf("sendMessageDraft called %d times on a server that answered 404: want once per process", draftCalls)
+			}
+			if !tc.noDrafts && draftCalls != 0 {
+				t.Fatalf("sendMessageDraft called %d times in a group: previews are for private chats", draftCalls)
+			}
+		})
 	}
 }
 

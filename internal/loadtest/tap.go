@@ -67,6 +67,7 @@ type Tap struct {
 	onSight func(tok string, at time.Time)
 
 	mu    sync.Mutex
+	catch *Caught // armed by CatchNextCreate
 	seen  map[string]*Sighting
 	dups  []string                                  // see Repeats
 	polls map[*http.Request]context.CancelCauseFunc // in-flight long polls (DropLongPolls)
@@ -217,12 +218,56 @@ func (t *Tap) serveSend(next http.Handler, w http.ResponseWriter, r *http.Reques
 		t.dups = append(t.dups, "message "+idText(id)+" with "+strings.Join(toks, ","))
 	}
 	cb := t.onSight
+	caught := t.catch
+	if !create {
+		caught = nil
+	}
+	if caught != nil {
+		t.catch = nil
+	}
 	t.mu.Unlock()
 	if cb != nil {
 		for _, tok := range fresh {
 			cb(tok, now)
 		}
 	}
+	if caught != nil {
+		caught.Tokens = toks
+		close(caught.Arrived)
+		select { // the answer waits: the bot is killed before it arrives
+		case <-caught.release:
+		case <-r.Context().Done():
+		}
+	}
+}
+
+// Caught is a bot message call held by the tap: the platform has created
+// the message, and its answer waits until Release (or the client's
+// connection ends). A test kills the daemon in between, which is exactly the
+// window DESIGN.md allows a duplicate in: a send that landed without a
+// receipt.
+type Caught struct {
+	// Arrived is closed once a message was created and its answer held.
+	Arrived chan struct{}
+	// Tokens are the tokens the held message carried (read after Arrived).
+	Tokens  []string
+	release chan struct{}
+	once    sync.Once
+}
+
+// Release lets the held answer go (to a connection that may be gone).
+// It is idempotent.
+func (c *Caught) Release() { c.once.Do(func() { close(c.release) }) }
+
+// CatchNextCreate arms the tap: the next successful call that creates a
+// message carrying a token is held (see Caught). Arming again replaces an
+// armed catch that caught nothing.
+func (t *Tap) CatchNextCreate() *Caught {
+	c := &Caught{Arrived: make(chan struct{}), release: make(chan struct{})}
+	t.mu.Lock()
+	t.catch = c
+	t.mu.Unlock()
+	return c
 }
 
 // tokensIn returns the distinct tokens in body (matches of tokenRE, found

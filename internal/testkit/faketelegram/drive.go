@@ -307,6 +307,26 @@ func (s *Server) MigrateChat(from, to int64) {
 	s.migrated[from] = to
 }
 
+// Draft is one sendMessageDraft preview the bot showed.
+type Draft struct {
+	ChatID  int64
+	DraftID int64
+	Text    string // as sent (markup included)
+	Plain   string // what the user saw
+	Time    time.Time
+}
+
+// Drafts returns the previews the bot showed in chatID, oldest first.
+// Previews never become messages: Sent does not list them.
+func (s *Server) Drafts(chatID int64) []Draft {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c := s.chats[chatID]; c != nil {
+		return append([]Draft(nil), c.drafts...)
+	}
+	return nil
+}
+
 // Sent returns the bot's messages in chatID, oldest first, as they read now.
 func (s *Server) Sent(chatID int64) []SentMessage {
 	s.mu.Lock()

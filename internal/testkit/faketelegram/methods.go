@@ -254,6 +254,38 @@ func (s *Server) editMessageText(fields map[string]string) (any, *Failure) {
 	return m.msg, nil
 }
 
+// sendMessageDraft records a preview (Bot API 9.3+): private chats only, a
+// non-zero integer draft_id, a text of 1–4096 characters valid in its parse
+// mode. Like Telegram it answers true and posts no message.
+func (s *Server) sendMessageDraft(fields map[string]string) (any, *Failure) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, f := s.resolveChat(fields)
+	if f != nil {
+		return nil, f
+	}
+	if c.chat.Type != "private" {
+		return nil, badRequest("TEXTDRAFT_PEER_INVALID")
+	}
+	id, ok, f := intField(fields, "draft_id")
+	if f != nil {
+		return nil, f
+	}
+	if !ok || id == 0 {
+		return nil, badRequest("DRAFT_ID_INVALID")
+	}
+	if fields["text"] == "" {
+		return nil, badRequest("message text is empty")
+	}
+	plain, f := renderText(fields["text"], fields["parse_mode"])
+	if f != nil {
+		return nil, f
+	}
+	c.drafts = append(c.drafts, Draft{ChatID: c.chat.ID, DraftID: id, Text: fields["text"], Plain: plain, Time: s.now()})
+	s.notify()
+	return true, nil
+}
+
 var chatActions = map[string]bool{
 	"typing": true, "upload_photo": true, "record_video": true, "upload_video": true,
 	"record_voice": true, "upload_voice": true, "upload_document": true, "choose_sticker": true,

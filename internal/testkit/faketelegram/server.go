@@ -16,6 +16,10 @@
 //   - sendMessage and editMessageText validate HTML parse mode like Telegram
 //     (unsupported or unclosed tags → 400 "can't parse entities"), enforce the
 //     4096-character limit and "message is not modified";
+//   - sendMessageDraft (Bot API 9.3+) in private chats: a non-zero draft_id,
+//     text validated like sendMessage's; the previews are recorded (Drafts)
+//     and never become messages. Options.NoDrafts plays an older server that
+//     answers the method 404;
 //   - sendChatAction, getFile and GET /file/bot<token>/<path>, setWebhook,
 //     deleteWebhook, getWebhookInfo, setMyCommands, getMyCommands, getMe;
 //   - scripted failures (FailNext), blocked chats (Block) and group→supergroup
@@ -57,6 +61,9 @@ type Options struct {
 	// watches the bot's calls inside the fake's own server instead of as a
 	// second HTTP hop.
 	Wrap func(http.Handler) http.Handler
+	// NoDrafts makes the server answer sendMessageDraft with 404 Not Found,
+	// as a Bot API server older than 9.3 does.
+	NoDrafts bool
 }
 
 // Request is one API call the server received, with its fields decoded to
@@ -121,6 +128,7 @@ type chatState struct {
 	nextID int
 	msgs   []*storedMsg
 	byID   map[int]*storedMsg
+	drafts []Draft // sendMessageDraft calls, oldest first
 }
 
 type storedFile struct {
@@ -135,8 +143,9 @@ type queued struct {
 
 // Server is a fake Bot API server. Its methods are safe for concurrent use.
 type Server struct {
-	token string
-	bot   User
+	token    string
+	noDrafts bool
+	bot      User
 	now   func() time.Time
 	srv   *httptest.Server
 
@@ -188,6 +197,7 @@ func Start(opts Options) *Server {
 	id, _ := strconv.ParseInt(strings.SplitN(opts.Token, ":", 2)[0], 10, 64)
 	s := &Server{
 		token:        opts.Token,
+		noDrafts:     opts.NoDrafts,
 		bot:          User{ID: id, IsBot: true, FirstName: opts.BotFirstName, Username: opts.BotUsername},
 		now:          opts.Now,
 		closed:       make(chan struct{}),
@@ -305,6 +315,12 @@ func (s *Server) serveMethod(w http.ResponseWriter, r *http.Request) {
 		res, ferr = s.sendMessage(fields)
 	case "editmessagetext":
 		res, ferr = s.editMessageText(fields)
+	case "sendmessagedraft":
+		if s.noDrafts {
+			writeEnvelope(w, http.StatusNotFound, envelope{ErrorCode: 404, Description: "Not Found"})
+			return
+		}
+		res, ferr = s.sendMessageDraft(fields)
 	case "sendchataction":
 		res, ferr = s.sendChatAction(fields)
 	case "getfile":
