@@ -146,8 +146,8 @@ type Server struct {
 	token    string
 	noDrafts bool
 	bot      User
-	now   func() time.Time
-	srv   *httptest.Server
+	now      func() time.Time
+	srv      *httptest.Server
 
 	closed    chan struct{}
 	closeOnce sync.Once
