@@ -101,8 +101,10 @@
 // ScheduleTool refuses to create jobs inside a job's turn, binds new jobs to
 // the calling chat (deliver_to = its session key, persona = its persona) and
 // lists/cancels only that chat's jobs. It refuses recurring schedules that
-// run more often than MinChatJobInterval (5 minutes) or never, and texts or
-// prompts over MaxChatJobText characters. SendMessageTool sends to targets the
+// run more often than MinChatJobInterval (5 minutes) or never, one-shots
+// (in, at) more than schedule.MaxOneShotYears (5) ahead — as Jobs.Create
+// does for every runtime job and internal/config for jobs[].at — and texts
+// or prompts over MaxChatJobText characters. SendMessageTool sends to targets the
 // Allowed func accepts (default: the calling chat and the calling job's
 // deliver_to) and records each send in a SentLog, so the job runner (and the
 // channels handler, through SentLog.WasSent) never delivers a final answer

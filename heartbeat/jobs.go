@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/switchboard-bot/switchboard/heartbeat/schedule"
 	"github.com/switchboard-bot/switchboard/memory"
 )
 
@@ -201,11 +202,17 @@ func (j *Jobs) all(ctx context.Context) ([]sourcedSpec, error) {
 	return out, nil
 }
 
-// Create stores a runtime job (the schedule tool). Its first run is the first
-// occurrence after now.
+// Create stores a runtime job (the schedule tool, the web console). Its first
+// run is the first occurrence after now. A one-shot more than
+// schedule.MaxOneShotYears ahead is refused.
 func (j *Jobs) Create(ctx context.Context, s JobSpec) error {
 	if err := s.Validate(); err != nil {
 		return err
+	}
+	if s.OneShot() {
+		if err := schedule.CheckOneShot(s.At, j.o.Now()); err != nil {
+			return fmt.Errorf("job %s: at %w", s.Name, err)
+		}
 	}
 	j.mu.Lock()
 	_, isCfg := j.cfgJobs[s.Name]

@@ -2,6 +2,7 @@ package heartbeat
 
 import (
 	"fmt"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -70,6 +71,7 @@ var (
 
 // parseIn reads a relative time such as "20m", "2h30m", "1 day", "90 minutes",
 // "in 3 hours".
+// A delay too large for time.Duration is returned as the largest one.
 func parseIn(s string) (time.Duration, error) {
 	t := strings.TrimSpace(strings.ToLower(s))
 	t = strings.TrimPrefix(t, "in ")
@@ -85,7 +87,7 @@ func parseIn(s string) (time.Duration, error) {
 	if len(ms) == 0 {
 		return 0, fmt.Errorf("%q is not a duration such as 20m, 2h30m or 1 day", s)
 	}
-	var total time.Duration
+	var total float64 // nanoseconds; a time.Duration sum could wrap around
 	rest := t
 	for _, m := range ms {
 		v, _ := strconv.ParseFloat(t[m[2]:m[3]], 64)
@@ -102,13 +104,16 @@ func parseIn(s string) (time.Duration, error) {
 		case strings.HasPrefix(u, "w"):
 			unit = 7 * 24 * time.Hour
 		}
-		total += time.Duration(v * float64(unit))
+		total += v * float64(unit)
 		rest = strings.Replace(rest, t[m[0]:m[1]], "", 1)
 	}
 	if strings.TrimSpace(rest) != "" || total <= 0 {
 		return 0, fmt.Errorf("%q is not a duration such as 20m, 2h30m or 1 day", s)
 	}
-	return total, nil
+	if total >= math.MaxInt64 {
+		return math.MaxInt64, nil // saturated: the caller's bound refuses it
+	}
+	return time.Duration(total), nil
 }
 
 // parseAt reads an absolute time: RFC 3339, or a local "2006-01-02 15:04"

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -37,7 +38,7 @@ func (*ScheduleTool) Description() string {
 	return "Schedule a reminder (text sent as is) or a task (a prompt you will run then, answer sent to this chat), " +
 		"list this chat's scheduled jobs, or cancel one. For create give exactly one of: in (relative, e.g. \"20m\", \"2h\", \"1 day\"), " +
 		"at (RFC 3339 or \"2025-01-31 09:00\" in timezone) or cron (\"0 9 * * 1-5\", optional leading seconds, or \"@every 30m\"; " +
-		"at most once every 5 minutes)."
+		"at most once every 5 minutes). A one-shot (in or at) may be at most " + strconv.Itoa(schedule.MaxOneShotYears) + " years ahead."
 }
 
 // Schema is the JSON Schema of the arguments.
@@ -183,6 +184,9 @@ func (t *ScheduleTool) buildSpec(ci agent.CallInfo, a scheduleArgs, now time.Tim
 		if err != nil {
 			return JobSpec{}, nil, fmt.Errorf("schedule: in: %w", err)
 		}
+		if err := schedule.CheckOneShotIn(a.In, d, now, loc); err != nil {
+			return JobSpec{}, nil, fmt.Errorf("schedule: in: %w", err)
+		}
 		spec.At = now.Add(d).Truncate(time.Second)
 	case a.At != "":
 		at, err := parseAt(a.At, loc)
@@ -191,6 +195,9 @@ func (t *ScheduleTool) buildSpec(ci agent.CallInfo, a scheduleArgs, now time.Tim
 		}
 		if !at.After(now) {
 			return JobSpec{}, nil, fmt.Errorf("schedule: at %s is in the past (now is %s)", at.In(loc).Format(time.RFC3339), now.In(loc).Format(time.RFC3339))
+		}
+		if err := schedule.CheckOneShot(at, now); err != nil {
+			return JobSpec{}, nil, fmt.Errorf("schedule: at %w", err)
 		}
 		spec.At = at
 	default:

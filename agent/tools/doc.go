@@ -16,6 +16,12 @@
 //     from time/tzdata if the binary embeds it (the command should import
 //     time/tzdata for scratch/distroless images).
 //
+//   - One HTTP client, guardedClient (newGuardedClient), is used by every
+//     tool here that reaches the network (web_fetch, web_search): it checks
+//     every request it sends, the first and each redirect, before sending,
+//     and every connection again at connect time; it never uses a proxy from
+//     the environment. No tool builds its own http.Client.
+//
 //   - web_fetch only ever issues GET requests (there is no method argument)
 //     to http and https URLs. Its SSRF guard works at two points: before a
 //     request (and before following each redirect) the host is resolved and
@@ -51,9 +57,20 @@
 //   - web_search asks one provider chosen in config: the Brave Search API
 //     (GET …/res/v1/web/search?q=&count=, key in X-Subscription-Token) or a
 //     SearXNG instance's JSON API (GET <url>/search?q=&format=json). The
-//     endpoint is the operator's, so it is not behind web_fetch's address
-//     guard (a SearXNG on localhost is normal); proxies from the environment
-//     are not used. Results are title, URL (http/https only) and snippet
+//     endpoint is the operator's, so its host is reached as configured, not
+//     through web_fetch's address guard (a SearXNG on 127.0.0.1 or a compose
+//     service name is normal). Nothing else is reached: the guarded client is
+//     pinned to the endpoint's origin (scheme, host, port), so a redirect to
+//     any other origin — a hostile or compromised backend pointing at
+//     127.0.0.1:<other port> or the metadata address — is refused before it
+//     is sent (agent.PermanentError, "redirected to … refused"), and the dialer
+//     connects to the endpoint's host and port only. Of the two possible rules
+//     (same origin only, or redirects through web_fetch's guard) this is the
+//     stricter: not even a public host is reached by a redirect, so neither
+//     the query nor the key leaves the configured origin. The Brave key is attached by
+//     the client's transport to requests for that origin only, so no redirect
+//     can carry it to another host (Go drops Authorization across hosts, not
+//     custom headers). Results are title, URL (http/https only) and snippet
 //     (HTML tags dropped, entities decoded), at most MaxResults (≤ 20),
 //     each field bounded; the answer is read up to MaxBytes and refused
 //     beyond. 401/403 and other 4xx are agent.PermanentError (a refused key

@@ -13,7 +13,6 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -69,12 +68,9 @@ type WebFetch struct {
 	maxBytes     int64
 	timeout      time.Duration
 	allowPrivate bool
-	allowNets    []netip.Prefix
 	userAgent    string
-	resolver     Resolver
 	log          *slog.Logger
-	dialer       *net.Dialer
-	client       *http.Client
+	client       *guardedClient
 }
 
 var (
@@ -91,7 +87,6 @@ func NewWebFetch(cfg WebFetchConfig) (*WebFetch, error) {
 		timeout:      cfg.Timeout,
 		allowPrivate: cfg.AllowPrivate,
 		userAgent:    cfg.UserAgent,
-		resolver:     cfg.Resolver,
 		log:          cfg.Logger,
 	}
 	if f.maxBytes < 0 || f.timeout < 0 {
@@ -106,9 +101,6 @@ func NewWebFetch(cfg WebFetchConfig) (*WebFetch, error) {
 	if f.userAgent == "" {
 		f.userAgent = DefaultFetchUserAgent
 	}
-	if f.resolver == nil {
-		f.resolver = &net.Resolver{}
-	}
 	if f.log == nil {
 		f.log = slog.New(slog.DiscardHandler)
 	}
@@ -119,25 +111,15 @@ func NewWebFetch(cfg WebFetchConfig) (*WebFetch, error) {
 		}
 		f.allow = append(f.allow, n)
 	}
+	var nets []netip.Prefix
 	for _, p := range cfg.AllowNetworks {
 		if !p.IsValid() {
 			return nil, fmt.Errorf("web_fetch: invalid allowed network %v", p)
 		}
-		f.allowNets = append(f.allowNets, p.Masked())
+		nets = append(nets, p.Masked())
 	}
-	f.dialer = &net.Dialer{Timeout: f.timeout, Control: f.control}
-	f.client = &http.Client{
-		Transport: &http.Transport{
-			Proxy:                  nil, // never: the connect-time check must see the target
-			DialContext:            f.dialContext,
-			TLSHandshakeTimeout:    f.timeout,
-			ResponseHeaderTimeout:  f.timeout,
-			MaxResponseHeaderBytes: 64 << 10,
-			DisableKeepAlives:      true,
-		},
-		CheckRedirect: f.checkRedirect,
-		Timeout:       f.timeout,
-	}
+	f.client = newGuardedClient(guardConfig{tool: NameWebFetch, allow: f.allow, allowPrivate: f.allowPrivate,
+		allowNets: nets, resolver: cfg.Resolver, timeout: f.timeout, maxRedirects: MaxFetchRedirects})
 	return f, nil
 }
 
@@ -267,13 +249,6 @@ func fetchURL(args json.RawMessage) (*url.URL, error) {
 // not 2xx is an error (permanent for 4xx other than 408, 425 and 429). The
 // caller closes the body of a returned response.
 func (f *WebFetch) get(ctx context.Context, u *url.URL) (*http.Response, error) {
-	if err := f.precheck(ctx, u); err != nil {
-		f.log.InfoContext(ctx, "web_fetch refused", "url", u.Redacted(), "err", err)
-		if isLookupError(err) {
-			return nil, fmt.Errorf("web_fetch: %w", err) // DNS may answer next time
-		}
-		return nil, agent.Permanent(fmt.Errorf("web_fetch: %w", err))
-	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, fmt.Errorf("web_fetch: %w", err)
@@ -281,7 +256,15 @@ func (f *WebFetch) get(ctx context.Context, u *url.URL) (*http.Response, error) 
 	req.Header.Set("User-Agent", f.userAgent)
 	req.Header.Set("Accept", "text/html,application/xhtml+xml,application/json,text/plain;q=0.9,*/*;q=0.1")
 	resp, err := f.client.Do(req)
-	if err != nil {
+	var ce *checkError
+	switch {
+	case errors.As(err, &ce):
+		f.log.InfoContext(ctx, "web_fetch refused", "url", u.Redacted(), "err", ce.err)
+		if isLookupError(ce.err) {
+			return nil, fmt.Errorf("web_fetch: %w", ce.err) // DNS may answer next time
+		}
+		return nil, agent.Permanent(fmt.Errorf("web_fetch: %w", ce.err))
+	case err != nil:
 		err = f.describe(ctx, u, err)
 		f.log.InfoContext(ctx, "web_fetch failed", "url", u.Redacted(), "err", err)
 		return nil, err
@@ -381,165 +364,6 @@ func readCapped(r io.Reader, max int64) (data []byte, truncated bool, err error)
 		}
 	}
 	return data, true, nil
-}
-
-// precheck refuses a URL before any connection: scheme, credentials, domain
-// allowlist, disguised numeric hosts and addresses the host resolves to.
-func (f *WebFetch) precheck(ctx context.Context, u *url.URL) error {
-	scheme := strings.ToLower(u.Scheme)
-	if scheme != "http" && scheme != "https" {
-		return fmt.Errorf("only http and https URLs can be fetched, not %s: URLs", scheme)
-	}
-	if u.User != nil {
-		return errors.New("URLs with a user name or password are not allowed")
-	}
-	rawHost := u.Hostname()
-	host, err := normalizeHost(rawHost)
-	if err != nil {
-		return err
-	}
-	addr, canonical, isIP := parseHostIP(host)
-	if isIP {
-		addr = addr.Unmap()
-		if len(f.allow) > 0 && !ipAllowed(addr, f.allow) {
-			return fmt.Errorf("%s is not in the allowed domains (%s)", rawHost, strings.Join(f.allow, ", "))
-		}
-		if err := f.checkAddr(rawHost, addr); err != nil {
-			return err
-		}
-		if !canonical {
-			return fmt.Errorf("refusing %s: numeric hosts must be written as dotted-decimal IPv4 (%s) or IPv6", rawHost, addr)
-		}
-		return nil
-	}
-	if !domainAllowed(host, f.allow) {
-		return fmt.Errorf("%s is not in the allowed domains (%s)", host, strings.Join(f.allow, ", "))
-	}
-	addrs, err := f.lookup(ctx, host)
-	if err != nil {
-		return err
-	}
-	for _, a := range addrs {
-		if err := f.checkAddr(host, a); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func ipAllowed(a netip.Addr, allow []string) bool {
-	for _, d := range allow {
-		if b, err := netip.ParseAddr(d); err == nil && b == a {
-			return true
-		}
-	}
-	return false
-}
-
-func (f *WebFetch) lookup(ctx context.Context, host string) ([]netip.Addr, error) {
-	addrs, err := f.resolver.LookupNetIP(ctx, "ip", host)
-	if err != nil {
-		return nil, &lookupError{fmt.Errorf("cannot resolve %s: %w", host, err)}
-	}
-	if len(addrs) == 0 {
-		return nil, &lookupError{fmt.Errorf("cannot resolve %s: no addresses", host)}
-	}
-	return addrs, nil
-}
-
-// lookupError is a failed name resolution: unlike a refusal, it may pass on
-// another try.
-type lookupError struct{ err error }
-
-func (e *lookupError) Error() string { return e.err.Error() }
-func (e *lookupError) Unwrap() error { return e.err }
-
-func isLookupError(err error) bool {
-	var le *lookupError
-	return errors.As(err, &le)
-}
-
-// checkAddr applies the address guard (AllowPrivate, AllowNetworks, then
-// AddressRefusal).
-func (f *WebFetch) checkAddr(host string, a netip.Addr) error {
-	if f.allowPrivate {
-		return nil
-	}
-	a = a.WithZone("").Unmap()
-	for _, p := range f.allowNets {
-		if p.Contains(a) {
-			return nil
-		}
-	}
-	if r := AddressRefusal(a); r != "" {
-		return &BlockedAddressError{Host: host, Addr: a, Reason: r}
-	}
-	return nil
-}
-
-// control is the net.Dialer Control function: it sees the address the socket
-// is about to connect to, after every resolution, and refuses it if guarded.
-func (f *WebFetch) control(_, address string, _ syscall.RawConn) error {
-	ap, err := netip.ParseAddrPort(address)
-	if err != nil {
-		return fmt.Errorf("refusing %s: not an IP address and port", address)
-	}
-	return f.checkAddr("", ap.Addr())
-}
-
-// dialContext resolves with the configured resolver and dials each address
-// in turn; the dialer's Control function checks each one.
-func (f *WebFetch) dialContext(ctx context.Context, network, address string) (net.Conn, error) {
-	host, port, err := net.SplitHostPort(address)
-	if err != nil {
-		return nil, err
-	}
-	if host, err = normalizeHost(host); err != nil {
-		return nil, err
-	}
-	var addrs []netip.Addr
-	if a, _, ok := parseHostIP(host); ok {
-		addrs = []netip.Addr{a}
-	} else if addrs, err = f.lookup(ctx, host); err != nil {
-		return nil, err
-	}
-	var lastErr error
-	for _, a := range addrs {
-		conn, err := f.dialer.DialContext(ctx, network, net.JoinHostPort(a.String(), port))
-		if err == nil {
-			return conn, nil
-		}
-		var be *BlockedAddressError
-		if errors.As(err, &be) {
-			return nil, &BlockedAddressError{Host: host, Addr: be.Addr, Reason: be.Reason}
-		}
-		lastErr = err
-	}
-	return nil, lastErr
-}
-
-// redirectError is a refused redirect.
-type redirectError struct {
-	to  *url.URL
-	err error
-}
-
-func (e *redirectError) Error() string {
-	return "redirect to " + e.to.Redacted() + " refused: " + e.err.Error()
-}
-func (e *redirectError) Unwrap() error { return e.err }
-
-func (f *WebFetch) checkRedirect(req *http.Request, via []*http.Request) error {
-	if len(via) > MaxFetchRedirects {
-		return &redirectError{to: req.URL, err: fmt.Errorf("more than %d redirects", MaxFetchRedirects)}
-	}
-	if req.Method != http.MethodGet {
-		return &redirectError{to: req.URL, err: fmt.Errorf("method %s", req.Method)}
-	}
-	if err := f.precheck(req.Context(), req.URL); err != nil {
-		return &redirectError{to: req.URL, err: err}
-	}
-	return nil
 }
 
 // describe turns a client error into the text the model sees.

@@ -466,7 +466,7 @@ func TestWebFetchControlChecksConnectAddress(t *testing.T) {
 		{"10.9.3.4:80", ""},
 	}
 	for _, tc := range tests {
-		err := f.control("tcp", tc.addr, nil)
+		err := f.client.control("tcp", tc.addr, nil)
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("control(%s) = %v, want allowed", tc.addr, err)

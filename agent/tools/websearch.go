@@ -48,10 +48,12 @@ type WebSearchConfig struct {
 	Provider string
 	// URL is the SearXNG instance's base URL (required for searxng; its
 	// /search endpoint is used) or the Brave endpoint (DefaultBraveURL when
-	// empty; tests point it at a fake).
+	// empty; tests point it at a fake). Its host may be loopback or private
+	// (the operator's choice); the tool connects to its origin (scheme, host,
+	// port) only and refuses a redirect to any other.
 	URL string
-	// APIKey is Brave's subscription token (sent as X-Subscription-Token;
-	// never logged or shown in errors). Required for brave.
+	// APIKey is Brave's subscription token (sent as X-Subscription-Token to
+	// URL's origin only; never logged or shown in errors). Required for brave.
 	APIKey string
 	// MaxResults caps the results returned (DefaultSearchMaxResults, at
 	// most MaxSearchResults).
@@ -61,8 +63,6 @@ type WebSearchConfig struct {
 	MaxBytes int64
 	// Timeout bounds one search (DefaultSearchTimeout).
 	Timeout time.Duration
-	// Client is the HTTP client (a new one without proxy-from-environment).
-	Client *http.Client
 	// Logger receives a debug record per search (query length, results,
 	// status; never the key); nil discards.
 	Logger *slog.Logger
@@ -72,7 +72,7 @@ type WebSearchConfig struct {
 type WebSearch struct {
 	cfg      WebSearchConfig
 	endpoint *url.URL
-	client   *http.Client
+	client   *guardedClient
 	log      *slog.Logger
 }
 
@@ -118,11 +118,15 @@ func NewWebSearch(cfg WebSearchConfig) (*WebSearch, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("web_search: URL %q must be an absolute http:// or https:// URL", redact.URL(raw))
 	}
-	s := &WebSearch{cfg: cfg, endpoint: u, client: cfg.Client, log: cfg.Logger}
-	if s.client == nil {
-		s.client = &http.Client{Transport: &http.Transport{Proxy: nil, MaxResponseHeaderBytes: 64 << 10,
-			ResponseHeaderTimeout: cfg.Timeout, IdleConnTimeout: 30 * time.Second}}
+	s := &WebSearch{cfg: cfg, endpoint: u, log: cfg.Logger}
+	// The endpoint is the operator's (a SearXNG on 127.0.0.1 is normal), so
+	// it is reached as configured; nothing else is: no redirect, request or
+	// connection leaves its origin, and the key goes to it alone.
+	gc := guardConfig{tool: NameWebSearch, origin: u, timeout: cfg.Timeout, maxRedirects: MaxFetchRedirects}
+	if cfg.Provider == ProviderBrave {
+		gc.originHeaders = http.Header{"X-Subscription-Token": {cfg.APIKey}}
 	}
+	s.client = newGuardedClient(gc)
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -178,8 +182,8 @@ type searchResult struct{ Title, URL, Snippet string }
 //	   <url>
 //	   <snippet>
 //
-// Bad arguments, a refused key (401/403) and other 4xx answers are
-// agent.PermanentError; 429 is an agent.TemporaryError (retried); network
+// Bad arguments, a refused key (401/403), other 4xx answers and a redirect
+// off the endpoint's origin (refused, not followed) are agent.PermanentError; 429 is an agent.TemporaryError (retried); network
 // errors and 5xx are plain errors (retried, the tool is Repeatable).
 func (s *WebSearch) Call(ctx context.Context, raw json.RawMessage) (string, error) {
 	var a webSearchArgs
@@ -224,11 +228,12 @@ func (s *WebSearch) search(ctx context.Context, q string, n int) ([]searchResult
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "Switchboard/1.0 (+https://github.com/switchboard-bot/switchboard) web_search")
-	if s.cfg.Provider == ProviderBrave {
-		req.Header.Set("X-Subscription-Token", s.cfg.APIKey)
-	}
-	resp, err := s.client.Do(req)
-	if err != nil {
+	resp, err := s.client.Do(req) // adds the Brave key (X-Subscription-Token) for the endpoint's origin only
+	var re *redirectError
+	switch {
+	case errors.As(err, &re):
+		return nil, 0, agent.Permanent(s.scrub(fmt.Errorf("web_search: %s redirected to %s, refused: %w", s.providerName(), re.to.Redacted(), re.err)))
+	case err != nil:
 		return nil, 0, s.scrub(fmt.Errorf("web_search: %s did not answer: %w", s.providerName(), err))
 	}
 	defer resp.Body.Close()

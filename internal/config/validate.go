@@ -24,6 +24,7 @@ var (
 type validator struct {
 	c    *Config
 	file string
+	now  time.Time // for the jobs[].at horizon (a valid at stays valid as time passes)
 	errs []error
 }
 
@@ -81,12 +82,13 @@ func joinMsg(key, msg string) string {
 }
 
 // Validate checks the configuration's meaning: durations, time zones, cron
-// specs, addresses, names, enums, bounds and the secrets an enabled channel
+// specs, addresses, names, enums, bounds (a job's one-shot at at most
+// schedule.MaxOneShotYears after now) and the secrets an enabled channel
 // needs. All problems are returned joined; each names file:line (where the
 // key was written in the file) and the key path. Messages never contain a
 // secret's value.
 func (c *Config) Validate() error {
-	v := &validator{c: c, file: displayName(c.Path)}
+	v := &validator{c: c, file: displayName(c.Path), now: time.Now()}
 	v.bot()
 	v.llm()
 	v.agent()
@@ -450,8 +452,10 @@ func (v *validator) jobs() {
 				v.fail(key+".schedule", "%v", err)
 			}
 		default:
-			if _, err := time.Parse(time.RFC3339, j.At); err != nil {
+			if at, err := time.Parse(time.RFC3339, j.At); err != nil {
 				v.fail(key+".at", "%q is not an RFC 3339 time such as 2025-01-31T09:00:00+01:00", truncate(j.At, 60))
+			} else if err := schedule.CheckOneShot(at, v.now); err != nil {
+				v.fail(key+".at", "%v", err)
 			}
 		}
 		if j.Timezone != "" {
