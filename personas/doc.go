@@ -34,6 +34,16 @@
 //     persona means renaming its file. Files that are not *.md, and files whose
 //     name starts with "." (editor swap files, our own temporary files), are
 //     ignored; subdirectories are not read.
+//   - Only regular files inside the directory are read (internal/opfile,
+//     the helper skills use too): a file is opened without blocking and
+//     checked on the opened descriptor, so a FIFO, socket or device named
+//     *.md is refused at once instead of hanging a load or reload; a file
+//     over MaxFileSize (256 KiB) is refused unread (never more than
+//     MaxFileSize+1 bytes are read). Symlinks are followed only while they
+//     stay inside the directory: a persona file linked from a subfolder
+//     loads, one that leads outside it (another tree, /dev/zero) is refused.
+//     Each refusal is a *ParseError naming the file and the reason, which
+//     the daemon logs once per load as a WARN "persona skipped".
 //   - Strict parsing. A file must start with a "---" line and close its front
 //     matter with another "---" line. Unknown keys, duplicate keys, values of
 //     the wrong type, an out-of-range temperature (0–2), a negative max_tokens,
@@ -59,6 +69,7 @@
 //   - Sets are immutable: methods return copies, so a Set can be shared by
 //     every turn and swapped whole on a live reload.
 //
-// Dependencies: personas imports no package of this module; channels/hub
+// Dependencies: personas imports no package of this module but
+// internal/opfile (a leaf on the standard library only); channels/hub
 // (the Resolver, AgentPersona) and internal/daemon (loading, checks) use it.
 package personas

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/switchboard-bot/switchboard/internal/opfile"
 )
 
 // DefaultName is the persona a Set falls back to when it holds one by that
@@ -42,38 +44,45 @@ func NewSet(ps ...Persona) (*Set, error) {
 }
 
 // Load reads every *.md file of dir (not its subdirectories; names starting
-// with "." are ignored). A file that cannot be read or parsed is reported in
-// the returned errors (each names the file, and the line where there is one;
-// parse errors are *ParseError) and skipped; the others load. The Set is
-// never nil: a missing directory yields an empty Set and one error.
+// with "." are ignored). Only regular files inside dir are read
+// (internal/opfile): opened without blocking, at most MaxFileSize bytes, and
+// through symlinks only while they stay inside dir; a FIFO, device or
+// socket, a larger file or a symlink that leads out of dir is reported and
+// skipped. A file that cannot be read or parsed is reported in the returned
+// errors (each names the file, and the line where there is one; parse
+// errors and refusals are *ParseError) and skipped; the others load. The
+// Set is never nil: a missing directory yields an empty Set and one error.
 func Load(dir string) (*Set, []error) {
 	s := &Set{byName: map[string]Persona{}}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return s, []error{fmt.Errorf("personas: read directory %s: %w", dir, err)}
 	}
+	root, err := opfile.Open(dir)
+	if err != nil {
+		return s, []error{fmt.Errorf("personas: read directory %s: %w", dir, err)}
+	}
+	defer root.Close()
 	var errs []error
 	for _, e := range entries { // ReadDir sorts by file name
 		name := e.Name()
-		if strings.HasPrefix(name, ".") || filepath.Ext(name) != ".md" {
+		if strings.HasPrefix(name, ".") || filepath.Ext(name) != ".md" || e.IsDir() {
 			continue
 		}
 		path := filepath.Join(dir, name)
-		info, err := os.Stat(path) // follows symlinks
+		if e.Type()&fs.ModeSymlink != 0 {
+			if info, err := os.Stat(path); err == nil && info.IsDir() {
+				continue // a link to a directory: subdirectories are not read
+			}
+		}
+		data, err := root.ReadFile(name, MaxFileSize)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("personas: %s: %w", path, err))
-			continue
-		}
-		if !info.Mode().IsRegular() {
-			continue
-		}
-		if info.Size() > MaxFileSize {
-			errs = append(errs, &ParseError{File: path, Msg: fmt.Sprintf("file is %d bytes, more than the %d allowed", info.Size(), MaxFileSize)})
-			continue
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("personas: read %s: %w", path, err))
+			var refused *opfile.Error
+			if errors.As(err, &refused) {
+				errs = append(errs, &ParseError{File: path, Msg: refused.Error()})
+			} else {
+				errs = append(errs, fmt.Errorf("personas: read %s: %w", path, err))
+			}
 			continue
 		}
 		p, err := Parse(path, data)

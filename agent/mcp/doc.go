@@ -11,6 +11,16 @@
 // server's readOnlyHint and destructiveHint are exposed through
 // agent.Annotated.
 //
+// Names: characters of a tool's name outside a-z, A-Z, 0-9, _ and - become
+// _ (get.data is offered as <server>__get_data); Status maps such names to
+// the server's own. Two tools that would get one name are never offered
+// under it by chance: a tool whose name needed no change keeps it and the
+// other is refused; when both were changed, both are refused. A name over
+// 64 characters and a schema over 64 KiB are refused too. Each refusal is
+// a WARN naming the tools involved and is listed in Status (Refused) and
+// by `switchboard mcp list`; to choose between colliding tools, list the
+// one to use in mcp.servers.NAME.tools.
+//
 // Results: text content goes to the model as text; images and audio as a
 // short "[image: image/png, N bytes]" note (tool results reach the model
 // as text: the agent has no image-result path); an embedded text resource

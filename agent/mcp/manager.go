@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -141,20 +142,20 @@ func (m *Manager) Attach(reg *agent.Registry, admit func(string) bool) {
 	m.mu.Unlock()
 	for _, s := range servers {
 		s.mu.Lock()
-		tools := s.tools
+		tools, refused := s.tools, s.refused
 		s.mu.Unlock()
-		m.publish(s, tools)
+		m.publish(s, tools, refused)
 	}
 }
 
 // publish replaces server s's tools in the registry with tools (nil
-// removes them all). Tools agent.tools does not admit are kept on the
-// server (for `mcp list`) but not registered.
-func (m *Manager) publish(s *server, tools []*Tool) {
+// removes them all) and records the refused ones. Tools agent.tools does
+// not admit are kept on the server (for `mcp list`) but not registered.
+func (m *Manager) publish(s *server, tools []*Tool, refused []RefusedTool) {
 	m.pubMu.Lock()
 	defer m.pubMu.Unlock()
 	s.mu.Lock()
-	s.tools = tools
+	s.tools, s.refused = tools, refused
 	s.mu.Unlock()
 	var admitted []agent.Tool
 	for _, t := range tools {
@@ -198,6 +199,12 @@ type ServerStatus struct {
 	Tools    []string `json:"tools"`                 // <server>__<tool> names the server offers
 	Offered  []string `json:"offered"`               // those agent.tools admits (registered)
 	Missing  []string `json:"not_admitted,omitzero"` // listed by the server, not admitted by agent.tools
+	// Renamed maps each of Tools whose name is not the server's own (a
+	// character was replaced) to the server's name for it.
+	Renamed map[string]string `json:"renamed,omitempty"`
+	// Refused are the server's tools that are not offered at all, with the
+	// reason (two names that map to one, a name too long, a schema too big).
+	Refused []RefusedTool `json:"refused,omitempty"`
 }
 
 // Status lists every server, sorted by name.
@@ -218,7 +225,14 @@ func (m *Manager) Status() []ServerStatus {
 			Tools: []string{}, Offered: []string{}}
 		for _, t := range s.tools {
 			st.Tools = append(st.Tools, t.name)
+			if t.renamed() {
+				if st.Renamed == nil {
+					st.Renamed = map[string]string{}
+				}
+				st.Renamed[t.name] = t.remote
+			}
 		}
+		st.Refused = slices.Clone(s.refused)
 		s.mu.Unlock()
 		st.Offered = append(st.Offered, m.published[s.name]...)
 		for _, n := range st.Tools {

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"path"
 	"reflect"
-	"sort"
 	"sync"
 	"time"
 
@@ -80,7 +79,8 @@ type server struct {
 	restarts int
 	sess     *sdk.ClientSession
 	proc     *proc
-	tools    []*Tool
+	tools    []*Tool       // offered under their names (if agent.tools admits them)
+	refused  []RefusedTool // listed by the server, not offered (see buildTools)
 	pid      int
 }
 
@@ -125,7 +125,7 @@ func sessionGone(sess *sdk.ClientSession) bool {
 // run is the supervision loop; it returns when ctx ends.
 func (s *server) run(ctx context.Context) {
 	defer close(s.done)
-	defer s.mgr.publish(s, nil)
+	defer s.mgr.publish(s, nil, nil)
 	for attempt := 0; ; attempt++ {
 		up, err := s.session(ctx)
 		if ctx.Err() != nil {
@@ -218,27 +218,22 @@ func (s *server) session(ctx context.Context) (up bool, err error) {
 func (s *server) refresh(ctx context.Context, sess *sdk.ClientSession) error {
 	lctx, cancel := context.WithTimeout(ctx, s.cfg.timeout())
 	defer cancel()
-	var tools []*Tool
+	var defs []*sdk.Tool
 	for def, err := range sess.Tools(lctx, nil) {
 		if err != nil {
 			return fmt.Errorf("list tools: %w", err)
 		}
-		if len(tools) >= maxToolsPerServer {
+		if len(defs) >= maxToolsPerServer {
 			s.log.Warn("MCP server lists too many tools; the rest are ignored", "max", maxToolsPerServer)
 			break
 		}
 		if !s.wants(def.Name) {
 			continue
 		}
-		t, err := newTool(s, def)
-		if err != nil {
-			s.log.Warn("MCP tool skipped", "err", err)
-			continue
-		}
-		tools = append(tools, t)
+		defs = append(defs, def)
 	}
-	sort.Slice(tools, func(i, j int) bool { return tools[i].name < tools[j].name })
-	s.mgr.publish(s, tools)
+	tools, refused := s.buildTools(defs)
+	s.mgr.publish(s, tools, refused)
 	return nil
 }
 

@@ -183,20 +183,24 @@ func toolName(server, remote string) (string, bool) {
 	return name, remote != "" && len(name) <= 64
 }
 
-// newTool builds the agent tool for a server's tool definition.
+// newTool builds the agent tool for a server's tool definition; an error
+// is the reason it cannot be offered (for the log and `mcp list`).
 func newTool(srv *server, def *sdk.Tool) (*Tool, error) {
 	name, ok := toolName(srv.name, def.Name)
 	if !ok {
-		return nil, fmt.Errorf("tool %q: the name %q is empty or longer than 64 characters", def.Name, name)
+		if def.Name == "" {
+			return nil, errors.New("the server gave it no name")
+		}
+		return nil, fmt.Errorf("the name %s is longer than 64 characters", name)
 	}
 	schema := json.RawMessage(`{"type":"object"}`)
 	if def.InputSchema != nil {
 		js, err := json.Marshal(def.InputSchema)
 		if err != nil {
-			return nil, fmt.Errorf("tool %q: input schema: %w", def.Name, err)
+			return nil, fmt.Errorf("its input schema: %w", err)
 		}
 		if len(js) > maxSchemaBytes {
-			return nil, fmt.Errorf("tool %q: input schema of %d bytes exceeds %d", def.Name, len(js), maxSchemaBytes)
+			return nil, fmt.Errorf("its input schema of %d bytes exceeds %d", len(js), maxSchemaBytes)
 		}
 		schema = js
 	}

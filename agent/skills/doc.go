@@ -25,9 +25,19 @@
 //     characters so a long skill is not cut by the observation limit.
 //   - A skill's name must match its folder's name and use a-z, 0-9, "-" and
 //     "_" (at most 64). The description is one line of at most 1024
-//     characters. A SKILL.md is at most MaxFileSize bytes. At most MaxSkills
-//     folders are read. A malformed file is reported with file:line
-//     (*ParseError) through the Library's logger and skipped; the others load.
+//     characters. At most MaxSkills folders are read. A malformed file is
+//     reported with file:line (*ParseError) through the Library's logger and
+//     skipped; the others load.
+//   - Only regular files inside the directory are read (internal/opfile): a
+//     SKILL.md is opened without blocking and checked on the opened file, so
+//     a FIFO, socket or device named SKILL.md is refused at once instead of
+//     stopping every turn; a file over MaxFileSize (256 KiB) is refused
+//     unread (at most MaxFileSize+1 bytes are ever read). Symlinks are
+//     followed only while they stay inside skills.dir: a symlinked skill
+//     folder or SKILL.md that resolves inside it is a skill like any other;
+//     one that leads outside it (another tree, /dev/zero) is refused. Each
+//     refusal is a WARN "skill skipped" naming the file and the reason,
+//     logged once per (re)load, not on every turn, and listed by Problems.
 //   - Hot reload: the Library re-reads the directory when the name, size or
 //     modification time of any SKILL.md changed, checked at most once per
 //     ReloadInterval (2s) when the skills are used. The prompt only changes

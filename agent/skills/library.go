@@ -3,7 +3,6 @@ package skills
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/switchboard-bot/switchboard/internal/opfile"
 )
 
 // Bounds of a skills directory.
@@ -104,11 +105,11 @@ func (l *Library) refreshLocked() {
 		return
 	}
 	l.checked = now
-	files, print, scanErr := l.scan()
+	folders, print, scanErr := l.scan()
 	if l.loaded && print == l.print {
 		return
 	}
-	skills, errs := loadFiles(files)
+	skills, errs := l.loadFiles(folders)
 	if scanErr != nil {
 		errs = append([]error{scanErr}, errs...)
 	}
@@ -126,9 +127,11 @@ func (l *Library) refreshLocked() {
 	}
 }
 
-// scan lists the SKILL.md files of the directory (at most MaxSkills) and a
-// fingerprint of their names, sizes and modification times.
-func (l *Library) scan() (files []string, print string, err error) {
+// scan lists the skill folders of the directory that hold a SKILL.md (at
+// most MaxSkills; a folder may be a symlink) and a fingerprint of those
+// files' names, sizes and modification times. It only stats, so it cannot
+// block on a FIFO; what the files are is checked when they are read.
+func (l *Library) scan() (folders []string, print string, err error) {
 	entries, err := os.ReadDir(l.dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, "", nil
@@ -138,32 +141,54 @@ func (l *Library) scan() (files []string, print string, err error) {
 	}
 	var sb strings.Builder
 	for _, e := range entries {
-		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+		if strings.HasPrefix(e.Name(), ".") {
 			continue
 		}
-		if len(files) == MaxSkills {
+		if !e.IsDir() {
+			if e.Type()&fs.ModeSymlink == 0 {
+				continue
+			}
+			if fi, err := os.Stat(filepath.Join(l.dir, e.Name())); err != nil || !fi.IsDir() {
+				continue // a link to a file, or dangling: not a skill folder
+			}
+		}
+		if len(folders) == MaxSkills {
 			err = fmt.Errorf("skills: %s holds more than %d skill folders; the rest are not read", l.dir, MaxSkills)
 			break
 		}
 		file := filepath.Join(l.dir, e.Name(), FileName)
-		fi, statErr := os.Stat(file)
+		fi, statErr := os.Lstat(file)
 		if statErr != nil {
 			continue // a folder without SKILL.md is not a skill
 		}
-		files = append(files, file)
-		fmt.Fprintf(&sb, "%s|%d|%d\n", file, fi.Size(), fi.ModTime().UnixNano())
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			if target, err := os.Stat(file); err == nil {
+				fi = target // an edit of the linked file is a change too
+			}
+		}
+		folders = append(folders, e.Name())
+		fmt.Fprintf(&sb, "%s|%d|%d|%v\n", file, fi.Size(), fi.ModTime().UnixNano(), fi.Mode().Type())
 	}
-	return files, sb.String(), err
+	return folders, sb.String(), err
 }
 
-// loadFiles parses files; malformed ones are returned as errors and left out.
-func loadFiles(files []string) ([]Skill, []error) {
+// loadFiles reads the SKILL.md of each folder; malformed and refused files
+// are returned as errors and left out.
+func (l *Library) loadFiles(folders []string) ([]Skill, []error) {
+	if len(folders) == 0 {
+		return nil, nil
+	}
+	dir, err := opfile.Open(l.dir)
+	if err != nil {
+		return nil, []error{fmt.Errorf("skills: read directory %s: %w", l.dir, err)}
+	}
+	defer dir.Close()
 	var (
 		skills []Skill
 		errs   []error
 	)
-	for _, file := range files {
-		s, err := readSkill(file)
+	for _, folder := range folders {
+		s, err := readSkill(dir, l.dir, folder)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -174,14 +199,17 @@ func loadFiles(files []string) ([]Skill, []error) {
 	return skills, errs
 }
 
-func readSkill(file string) (Skill, error) {
-	f, err := os.Open(file)
+// readSkill reads folder/SKILL.md through opfile: a regular file inside the
+// directory (symlinks that stay inside are followed), opened without
+// blocking, at most MaxFileSize bytes.
+func readSkill(dir *opfile.Dir, base, folder string) (Skill, error) {
+	file := filepath.Join(base, folder, FileName)
+	data, err := dir.ReadFile(folder+"/"+FileName, MaxFileSize)
 	if err != nil {
-		return Skill{}, &ParseError{File: file, Msg: "cannot read: " + err.Error()}
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
-	if err != nil {
+		var refused *opfile.Error
+		if errors.As(err, &refused) {
+			return Skill{}, &ParseError{File: file, Msg: refused.Error()}
+		}
 		return Skill{}, &ParseError{File: file, Msg: "cannot read: " + err.Error()}
 	}
 	return Parse(file, data)

@@ -56,7 +56,9 @@ func (a *app) mcpCmd() *cobra.Command {
 }
 
 // writeMCPList prints one block per server: name, state, error, tools
-// (tools agent.tools does not admit are marked).
+// under the name the model sees (with the server's own name when it
+// differs; tools agent.tools does not admit are marked), then the tools
+// that are not offered at all, with the reason.
 func writeMCPList(w io.Writer, source string, st []mcp.ServerStatus) {
 	if len(st) == 0 {
 		fmt.Fprintln(w, "no MCP servers configured (mcp.servers in config.yaml)")
@@ -77,10 +79,21 @@ func writeMCPList(w io.Writer, source string, st []mcp.ServerStatus) {
 		fmt.Fprintln(w, line)
 		for _, t := range s.Tools {
 			note := ""
+			if orig, ok := s.Renamed[t]; ok {
+				note += fmt.Sprintf("  (the server's %q)", orig)
+			}
 			if !slices.Contains(s.Offered, t) {
-				note = "  (not offered: agent.tools does not list it; add \"" + s.Name + "__*\" or the name)"
+				note += "  (not offered: agent.tools does not list it; add \"" + s.Name + "__*\" or the name)"
 			}
 			fmt.Fprintf(w, "  %s%s\n", t, note)
+		}
+		collide := false
+		for _, r := range s.Refused {
+			fmt.Fprintf(w, "  refused %q: %s\n", r.Tool, r.Reason)
+			collide = collide || len(r.With) > 0
+		}
+		if collide {
+			fmt.Fprintf(w, "  (to choose between tools whose names collide, list the one to use in mcp.servers.%s.tools)\n", s.Name)
 		}
 	}
 }

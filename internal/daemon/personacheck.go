@@ -6,11 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"slices"
 	"strings"
 
 	"github.com/switchboard-bot/switchboard/internal/config"
+	"github.com/switchboard-bot/switchboard/internal/opfile"
 	"github.com/switchboard-bot/switchboard/personas"
 )
 
@@ -70,9 +70,11 @@ func CheckPersonas(cfg *config.Config, set *personas.Set) error {
 }
 
 // toolLine finds the line of a persona file's front matter that lists tool
-// (0 when the file cannot be read, e.g. an embedded built-in).
+// (0 when the file cannot be read, e.g. an embedded built-in). The file is
+// read as the loader reads it (internal/opfile: regular, non-blocking,
+// bounded), since it may have changed since.
 func toolLine(file, tool string) int {
-	data, err := os.ReadFile(file)
+	data, err := opfile.ReadFile(file, personas.MaxFileSize)
 	if err != nil {
 		return 0
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/switchboard-bot/switchboard/internal/config"
+	"github.com/switchboard-bot/switchboard/internal/opfile"
 	"github.com/switchboard-bot/switchboard/personas"
 )
 
@@ -81,8 +82,13 @@ func (s *Server) personaEdit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := personaData{Name: name, File: filepath.Join(s.personaDir(), name+".md")}
-	data, err := os.ReadFile(d.File)
+	data, err := readPersonaFile(d.File)
+	var refused *opfile.Error
 	switch {
+	case errors.As(err, &refused):
+		s.render(w, r, http.StatusUnprocessableEntity, "message", messageData{Title: "Cannot edit " + name,
+			Text: d.File + ": " + refused.Error() + ". Replace it with a regular file on the host to edit it here."})
+		return
 	case err == nil:
 		d.Text, d.Base = string(data), hashOf(data)
 	case errors.Is(err, fs.ErrNotExist):
@@ -130,7 +136,10 @@ func (s *Server) personaSave(w http.ResponseWriter, r *http.Request) {
 			refuse(fmt.Sprintf("%s already exists: edit it instead.", d.File))
 			return
 		}
-	} else if cur, err := os.ReadFile(d.File); (err == nil && d.Base != hashOf(cur)) || (err != nil && d.Base != hashOf(nil)) {
+	} else if cur, err := readPersonaFile(d.File); errors.As(err, new(*opfile.Error)) {
+		refuse(d.File + ": " + err.Error() + "; nothing was written. Replace it with a regular file on the host first.")
+		return
+	} else if (err == nil && d.Base != hashOf(cur)) || (err != nil && d.Base != hashOf(nil)) {
 		// Another tab (or an editor on the host) saved since this page was
 		// loaded: writing would silently drop that save.
 		refuse(fmt.Sprintf("%s changed since this page was loaded; nothing was written. Copy your text, reload the page and edit again.", d.File))
@@ -151,6 +160,13 @@ func (s *Server) personaSave(w http.ResponseWriter, r *http.Request) {
 	}
 	s.audit(r.Context(), "persona.edit", "", name, "")
 	s.redirect(w, r, "/ui/personas/edit?name="+url.QueryEscape(name), "Saved "+d.File+". "+s.reload(r))
+}
+
+// readPersonaFile reads a persona file as the loader does (internal/opfile):
+// a regular file inside personas.dir, opened without blocking, at most
+// personas.MaxFileSize bytes; anything else is an *opfile.Error.
+func readPersonaFile(path string) ([]byte, error) {
+	return opfile.ReadFile(path, personas.MaxFileSize)
 }
 
 // writePersona writes a persona file atomically (a temporary file starting
