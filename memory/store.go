@@ -21,7 +21,9 @@
 //   - Notes, Jobs (jobs and their runs), Audit and KV hold what the agent, the
 //     scheduler, the handler and the CLI keep besides conversations;
 //   - Maintenance: retention (Prune), counts (Stats), the integrity check
-//     `doctor` runs (Check) and Close.
+//     `doctor` runs (Check) and Close;
+//   - Prober, optional: whether the store can serve now (the database
+//     answers, the file is in place), for readiness (health.go).
 //
 // Store composes them. Callers take the smallest interface they need; small
 // interfaces declared where they are used (the handler's, the scheduler's)

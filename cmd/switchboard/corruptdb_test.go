@@ -1,17 +1,13 @@
 package main
 
 import (
-	"context"
-	"encoding/binary"
 	"fmt"
-	"math/rand"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/switchboard-bot/switchboard/internal/testkit/fakellm"
-	"github.com/switchboard-bot/switchboard/memory"
 	"github.com/switchboard-bot/switchboard/memory/bolt"
 )
 
@@ -35,28 +31,7 @@ func TestBinaryRunRefusesDamagedDatabase(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
-		{"garbage written over the data pages", func(t *testing.T, path string) {
-			// Leaves the header and the freelist alone, as on the reported
-			// file: bolt opens it and only fails once it reads the data.
-			data, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ps := os.Getpagesize()
-			keep := map[int]bool{0: true, 1: true}
-			for m := 0; m < 2; m++ {
-				keep[int(binary.LittleEndian.Uint64(data[m*ps+16+32:]))] = true // meta.freelist
-			}
-			rnd := rand.New(rand.NewSource(7))
-			for p := 2; (p+1)*ps <= len(data); p++ {
-				if !keep[p] && binary.LittleEndian.Uint16(data[p*ps+8:]) == 0x02 { // leaf pages
-					rnd.Read(data[p*ps+16 : (p+1)*ps])
-				}
-			}
-			if err := os.WriteFile(path, data, 0o600); err != nil {
-				t.Fatal(err)
-			}
-		}},
+		{"garbage written over the data pages", garbageOverLeaves},
 	}
 	for _, d := range damage {
 		t.Run(d.name, func(t *testing.T) {
@@ -69,20 +44,7 @@ server:
   listen: 127.0.0.1:0
 `, llm.URL))
 			dbPath := filepath.Join(filepath.Dir(cfg), "data", bolt.FileName)
-			st, err := bolt.Open(dbPath, memory.Options{NoSync: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i := range 150 {
-				key := fmt.Sprintf("telegram:%d", i)
-				turn := memory.Turn{ID: key, Messages: []memory.Message{{Role: memory.RoleUser, Content: strings.Repeat("hello ", 150)}}}
-				if err := st.AppendTurn(context.Background(), key, turn); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := st.Close(); err != nil {
-				t.Fatal(err)
-			}
+			writeSessions(t, dbPath)
 			d.fn(t, dbPath)
 
 			r := runBin(t, cleanEnv(), "--config", cfg, "run")

@@ -3,7 +3,8 @@ package main
 // Exit codes and the one plain sentence a person sees for a usage mistake.
 //
 //	0  success
-//	1  a runtime failure (the daemon is down, the disk is full, the model failed)
+//	1  a runtime failure (the daemon is down, the disk is full, the model failed,
+//	   the data file is damaged), and a panic in a command (crash.go)
 //	2  a usage or configuration mistake: an unknown command or flag, a missing
 //	   or extra argument, a config file that does not exist or does not load
 //

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	_ "time/tzdata" // IANA zones even in a scratch/distroless image
 
 	"github.com/spf13/cobra"
@@ -26,11 +27,27 @@ func main() {
 
 // run executes the CLI and returns the exit code; tests call it directly.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	app := &app{stdin: stdin, stdout: stdout, stderr: stderr}
-	root := app.rootCmd()
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
+	return a.execute(ctx, a.rootCmd(), args)
+}
+
+// execute runs the command args name under root and returns the exit code,
+// having printed the error, if any, as one sentence on stderr. A panic or a
+// memory fault in the command is one line too, and exit 1 (crash.go), unless
+// SWITCHBOARD_TRACEBACK=1.
+func (a *app) execute(ctx context.Context, root *cobra.Command, args []string) (code int) {
+	stderr := a.stderr // a.stderr may be rewrapped by the command (run.go)
+	if a.getenv(tracebackEnv) != "1" {
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+		defer func() {
+			if r := recover(); r != nil {
+				code = crashed(stderr, r)
+			}
+		}()
+	}
 	root.SetArgs(args)
-	root.SetIn(stdin)
-	root.SetOut(stdout)
+	root.SetIn(a.stdin)
+	root.SetOut(a.stdout)
 	root.SetErr(stderr)
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
@@ -59,7 +76,8 @@ func (a *app) rootCmd() *cobra.Command {
 The config file is the one named by --config, else by $SWITCHBOARD_CONFIG (either must exist),
 else the first of ./config.yaml, <user config dir>/switchboard/config.yaml and
 /etc/switchboard/config.yaml that exists, else the built-in defaults. Every command says which
-file it used. Exit codes: 0 success, 1 runtime failure, 2 usage or configuration mistake.`,
+file it used. Exit codes: 0 success, 1 runtime failure, 2 usage or configuration mistake.
+A panic in a command is one line and exit 1; SWITCHBOARD_TRACEBACK=1 shows the Go trace instead.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version,

@@ -35,8 +35,10 @@ log, the dedup records, and the pending inbox and outbox, keeping every id and t
 is one transaction; afterwards the counts of both sides are printed and compared (exit 1 when
 they differ).
 
-Stop the daemon first (it holds the bolt file). The target's schema is created if needed; a
-target that already holds data is refused unless --force, which empties it first.
+Stop the daemon first (it holds the bolt file). The bolt file is read only after it passes the
+integrity check ` + "`run`" + ` makes at start: a damaged file is refused (exit 1) before the target is
+touched. The target's schema is created if needed; a target that already holds data is refused
+unless --force, which empties it first.
 "--to postgres" without a URL reads $DATABASE_URL (keeps the password off the command line).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

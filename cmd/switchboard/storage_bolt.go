@@ -5,34 +5,25 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
+	"io/fs"
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
-	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/switchboard-bot/switchboard/memory"
+	"github.com/switchboard-bot/switchboard/memory/bolt"
 	"github.com/switchboard-bot/switchboard/memory/postgres"
 )
 
 // readBolt reads a whole switchboard BoltDB file (memory/bolt's layout,
 // schema 1, documented in its package doc) in one read-only transaction, so
-// the copy is one consistent snapshot. A running daemon holds the file's
-// lock: the read then fails after timeout with memory.ErrInUse.
+// the copy is one consistent snapshot. The file first passes the integrity
+// check `run` makes (bolt.ViewFile): a damaged one is a *bolt.CorruptError
+// naming the damage and the fix, never a crash. A running daemon holds the
+// file's lock: the read then fails after timeout with memory.ErrInUse.
 func readBolt(path string, timeout time.Duration) (postgres.Import, error) {
 	var d postgres.Import
-	if _, err := os.Stat(path); err != nil {
-		return d, fmt.Errorf("bolt file %s: %w", path, err)
-	}
-	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, Timeout: timeout})
-	if errors.Is(err, berrors.ErrTimeout) {
-		return d, fmt.Errorf("bolt file %s: %w (stop the daemon first)", path, memory.ErrInUse)
-	}
-	if err != nil {
-		return d, fmt.Errorf("bolt file %s: %w", path, err)
-	}
-	defer db.Close()
-	err = db.View(func(tx *bbolt.Tx) error {
+	err := bolt.ViewFile(path, memory.Options{Timeout: timeout}, func(tx *bbolt.Tx) error {
 		meta := tx.Bucket([]byte("meta"))
 		if meta == nil || string(meta.Get([]byte("schema"))) != "1" {
 			return fmt.Errorf("%w: no switchboard schema 1 marker", memory.ErrInvalidDatabase)
@@ -51,10 +42,20 @@ func readBolt(path string, timeout time.Duration) (postgres.Import, error) {
 		}
 		return nil
 	})
-	if err != nil {
+	var corrupt *bolt.CorruptError
+	var pathErr *fs.PathError
+	switch {
+	case err == nil:
+		return d, nil
+	case errors.As(err, &corrupt):
+		return postgres.Import{}, err // names the file, the damage and the fix
+	case errors.Is(err, memory.ErrInUse):
+		return postgres.Import{}, fmt.Errorf("bolt file %s: %w (stop the daemon first)", path, memory.ErrInUse)
+	case errors.As(err, &pathErr): // no such file, permission denied
+		return postgres.Import{}, fmt.Errorf("bolt file %s: %w", path, pathErr.Err)
+	default:
 		return postgres.Import{}, fmt.Errorf("bolt file %s: %w", path, err)
 	}
-	return d, nil
 }
 
 // boltTurn and boltMessage are memory/bolt's stored shapes (sessions.go).

@@ -95,6 +95,7 @@ type Daemon struct {
 	cluster  clusterState      // replicas (cluster.go); zero with bolt
 	claims   *sessionClaims    // per-session claims with replicas (claims.go); nil with bolt
 	procs    *procScaler       // GOMAXPROCS busy and idle (procscale.go)
+	probe    storeProbe        // the periodic store probe (storehealth.go)
 
 	mu     sync.Mutex
 	sups   map[string]*supervisor
@@ -172,6 +173,7 @@ func New(ctx context.Context, o Options) (*Daemon, error) {
 		func() float64 { return float64(d.handler.Stats().QueueDepth) })
 	d.metrics.Gauge("switchboard_active_sessions", "Sessions with a turn running or queued.",
 		func() float64 { return float64(d.handler.Stats().ActiveSessions) })
+	d.registerStoreGauge()
 	chs, err := d.buildChannels(ctx)
 	if err != nil {
 		d.closeCluster()
@@ -378,21 +380,6 @@ func (d *Daemon) prune(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-		}
-	}
-}
-
-// probeStorage lets the store's health (/readyz, metrics) recover while
-// writes were failing even when no message is waiting to be retried.
-func (d *Daemon) probeStorage(ctx context.Context) {
-	t := time.NewTicker(5 * time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			d.handler.ProbeStorage(ctx)
 		}
 	}
 }

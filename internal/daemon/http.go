@@ -76,15 +76,20 @@ func (d *Daemon) stopHTTP() {
 	_ = srv.Shutdown(ctx)
 }
 
-// serveReady answers 200 when the store is open and writes, and every channel
-// is connected; 503 with the reasons otherwise. While store writes fail (disk
-// full) messages stay pending and are retried, and /readyz says why.
+// serveReady answers 200 when the store serves and writes, and every channel
+// is connected; 503 with the reasons otherwise. The store is unavailable
+// while PostgreSQL does not answer or the bolt file is gone or failing
+// (storehealth.go: shown within cluster.lease_ttl, traffic or not); while
+// its writes fail (disk full) messages stay pending and are retried.
 func (d *Daemon) serveReady(w http.ResponseWriter, _ *http.Request) {
 	var problems []string
 	select {
 	case <-d.ready:
 	default:
 		problems = append(problems, "starting")
+	}
+	if sh := d.storeHealth(); !sh.OK {
+		problems = append(problems, "store: unavailable since "+sh.Since.UTC().Format(time.RFC3339)+": "+sh.Reason)
 	}
 	if sh := d.handler.StorageHealth(); !sh.OK {
 		problems = append(problems, "store: writes failing since "+sh.Since.UTC().Format(time.RFC3339)+": "+sh.Reason)

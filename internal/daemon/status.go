@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/switchboard-bot/switchboard/channels/hub"
 	"github.com/switchboard-bot/switchboard/internal/config"
@@ -12,8 +13,12 @@ import (
 )
 
 // statusFacts are the daemon's lines of /status: channels and their health,
-// the model endpoint (never its key), sessions.
+// the model endpoint (never its key), the store and whether it serves,
+// sessions and the cluster. The lines read from the store wait at most
+// cluster.lease_ttl (at least 5 s): a hung database must not hang /status.
 func (d *Daemon) statusFacts(ctx context.Context) string {
+	ctx, cancel := context.WithTimeout(ctx, max(3*d.storeProbeEvery(), 5*time.Second))
+	defer cancel()
 	var b strings.Builder
 	states := d.ChannelStates()
 	names := make([]string, 0, len(states))
@@ -46,6 +51,7 @@ func (d *Daemon) statusFacts(ctx context.Context) string {
 		key = "not set"
 	}
 	fmt.Fprintf(&b, "model: %s at %s (API key %s)\n", d.config().LLM.Model, endpoint, key)
+	b.WriteString(d.storageFact())
 	if sessions, err := d.store.ListSessions(ctx); err == nil {
 		fmt.Fprintf(&b, "sessions: %d\n", len(sessions))
 	}

@@ -80,6 +80,8 @@
 //     *CorruptError (wrapping ErrInvalidDatabase) naming the fix, so `run`
 //     refuses to start instead of crash-looping. A panic inside bolt in any
 //     later transaction becomes an error wrapping ErrInvalidDatabase.
+//   - ViewFile reads a file read-only, for `storage migrate`, after the same
+//     check; a panic or memory fault while it reads is a *CorruptError too.
 package bolt
 
 import (
@@ -120,6 +122,9 @@ type Store struct {
 	closeErr  error
 
 	gc groupCommit // memory.Options.GroupCommit
+
+	health memory.HealthState // availability (health.go)
+	opened os.FileInfo        // the file at path when it was opened (health.go)
 }
 
 // Bucket names.
@@ -171,21 +176,9 @@ func Open(path string, opts memory.Options) (*Store, error) {
 			return nil, invalidErr(path, opts.Now(), err)
 		}
 	}
-	db, err := openBolt(path, opts)
+	db, err := openBolt(path, opts, false)
 	if err != nil {
-		switch {
-		case errors.Is(err, berrors.ErrTimeout):
-			return nil, fmt.Errorf("memory: open %s: %w (lock not acquired within %s)", path, memory.ErrInUse, opts.Timeout)
-		case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum),
-			errors.Is(err, berrors.ErrVersionMismatch), errors.Is(err, berrors.ErrInvalidMapping):
-			return nil, invalidErr(path, opts.Now(), err)
-		case existed && !errors.Is(err, os.ErrPermission):
-			// Anything else on a non-empty file (short read, mmap of a
-			// truncated file, a panic inside bolt) means the content is bad.
-			return nil, invalidErr(path, opts.Now(), err)
-		default:
-			return nil, fmt.Errorf("memory: open %s: %w", path, err)
-		}
+		return nil, openErr(path, opts, existed, err)
 	}
 	if existed {
 		// The check doctor runs: a damaged file must fail here, not with a
@@ -199,6 +192,7 @@ func Open(path string, opts memory.Options) (*Store, error) {
 		db.MaxBatchDelay = opts.BatchDelay
 	}
 	s := &Store{db: db, path: path, opts: opts, log: opts.Logger}
+	s.opened, _ = os.Stat(path) // nil: Probe cannot tell a replaced file
 	if err := s.initSchema(); err != nil {
 		_ = db.Close()
 		if errors.Is(err, memory.ErrInvalidDatabase) {
@@ -210,7 +204,9 @@ func Open(path string, opts memory.Options) (*Store, error) {
 	return s, nil
 }
 
-func openBolt(path string, opts memory.Options) (db *bbolt.DB, err error) {
+// openBolt opens the file with bolt, a panic or memory fault while bolt
+// reads the header becoming an error.
+func openBolt(path string, opts memory.Options, readOnly bool) (db *bbolt.DB, err error) {
 	old := debug.SetPanicOnFault(true)
 	defer debug.SetPanicOnFault(old)
 	defer func() {
@@ -218,7 +214,25 @@ func openBolt(path string, opts memory.Options) (db *bbolt.DB, err error) {
 			db, err = nil, fmt.Errorf("bolt panicked while reading the file: %v", r)
 		}
 	}()
-	return bbolt.Open(path, 0o600, &bbolt.Options{Timeout: opts.Timeout, NoSync: opts.NoSync})
+	return bbolt.Open(path, 0o600, &bbolt.Options{Timeout: opts.Timeout, NoSync: opts.NoSync, ReadOnly: readOnly})
+}
+
+// openErr maps openBolt's error: the lock held elsewhere wraps ErrInUse; a
+// file bolt cannot read is a *CorruptError.
+func openErr(path string, opts memory.Options, existed bool, err error) error {
+	switch {
+	case errors.Is(err, berrors.ErrTimeout):
+		return fmt.Errorf("memory: open %s: %w (lock not acquired within %s)", path, memory.ErrInUse, opts.Timeout)
+	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum),
+		errors.Is(err, berrors.ErrVersionMismatch), errors.Is(err, berrors.ErrInvalidMapping):
+		return invalidErr(path, opts.Now(), err)
+	case existed && !errors.Is(err, os.ErrPermission):
+		// Anything else on a non-empty file (short read, mmap of a
+		// truncated file, a panic inside bolt) means the content is bad.
+		return invalidErr(path, opts.Now(), err)
+	default:
+		return fmt.Errorf("memory: open %s: %w", path, err)
+	}
 }
 
 // initSchema creates the buckets of a fresh file, or verifies an existing one.
@@ -294,7 +308,7 @@ func (s *Store) viewOp(ctx context.Context, op func() string, fn func(tx *bbolt.
 		return fmt.Errorf("memory: %s: %w", op(), err)
 	}
 	if err := guard(func() error { return s.db.View(fn) }); err != nil {
-		return wrapOp(op(), err)
+		return s.noteFailure(wrapOp(op(), err))
 	}
 	return nil
 }
@@ -305,7 +319,7 @@ func (s *Store) update(ctx context.Context, op string, fn func(tx *bbolt.Tx) err
 		return fmt.Errorf("memory: %s: %w", op, err)
 	}
 	if err := guard(func() error { return s.db.Update(fn) }); err != nil {
-		return wrapOp(op, err)
+		return s.noteFailure(wrapOp(op, err))
 	}
 	return nil
 }
@@ -328,7 +342,7 @@ func (s *Store) batchOp(ctx context.Context, op func() string, fn func(tx *bbolt
 		return s.db.Batch(fn)
 	})
 	if err != nil {
-		return wrapOp(op(), err)
+		return s.noteFailure(wrapOp(op(), err))
 	}
 	return nil
 }

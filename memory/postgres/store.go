@@ -81,6 +81,8 @@ type Store struct {
 
 	closed    atomic.Bool
 	closeOnce sync.Once
+
+	health memory.HealthState // availability (health.go)
 }
 
 // Compile-time check that *Store is a complete memory.Store.
@@ -214,7 +216,11 @@ func (s *Store) wrap(op string, err error) error {
 	if s.closed.Load() && !errors.Is(err, memory.ErrClosed) {
 		return fmt.Errorf("memory: %s: %w: %w", op, memory.ErrClosed, redact.Error(err, s.secret))
 	}
-	return fmt.Errorf("memory: %s: %w", op, redact.Error(err, s.secret))
+	werr := fmt.Errorf("memory: %s: %w", op, redact.Error(err, s.secret))
+	if unreachable(err) {
+		s.unavailable(werr) // at once, not at the next probe (health.go)
+	}
+	return werr
 }
 
 // clean makes s storable in a text column: invalid UTF-8 and NUL become

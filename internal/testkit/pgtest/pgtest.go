@@ -149,12 +149,14 @@ func executable(p string) bool {
 // Cluster is one running server and its directory.
 type Cluster struct {
 	dir  string // temporary directory: data/ and the socket
-	cmd  *exec.Cmd
-	done chan struct{} // closed when the server process was reaped
+	bins Binaries
+	cred *syscall.Credential // the postgres user's when running as root
 	logf func(string, ...any)
 
 	mu     sync.Mutex
-	n      int // databases created
+	cmd    *exec.Cmd     // the current (or last) server process
+	done   chan struct{} // closed when cmd was reaped
+	n      int           // databases created
 	closed bool
 }
 
@@ -166,19 +168,20 @@ func NewCluster(b Binaries, logf func(string, ...any)) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("temporary directory: %w", err)
 	}
-	c := &Cluster{dir: dir, logf: logf, done: make(chan struct{})}
+	c := &Cluster{dir: dir, bins: b, logf: logf}
 	cred, err := c.credential()
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
+	c.cred = cred
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	if err := c.initdb(ctx, b, cred); err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
-	if err := c.start(ctx, b, cred); err != nil {
+	if err := c.start(ctx); err != nil {
 		c.Stop()
 		return nil, err
 	}
@@ -223,17 +226,17 @@ func (c *Cluster) initdb(ctx context.Context, b Binaries, cred *syscall.Credenti
 
 // start runs the server in the foreground (our child, reaped by a goroutine
 // that closes c.done) and waits until it accepts connections.
-func (c *Cluster) start(ctx context.Context, b Binaries, cred *syscall.Credential) error {
+func (c *Cluster) start(ctx context.Context) error {
 	logPath := filepath.Join(c.dir, "server.log")
-	logFile, err := os.Create(logPath)
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("server log: %w", err)
 	}
 	defer logFile.Close()
-	if cred != nil {
-		_ = logFile.Chown(int(cred.Uid), int(cred.Gid))
+	if c.cred != nil {
+		_ = logFile.Chown(int(c.cred.Uid), int(c.cred.Gid))
 	}
-	cmd := c.command(context.Background(), cred, b.Postgres, "-D", filepath.Join(c.dir, "data"),
+	cmd := c.command(context.Background(), c.cred, c.bins.Postgres, "-D", filepath.Join(c.dir, "data"),
 		"-k", c.dir, "-c", "listen_addresses=", "-c", "fsync=off", "-c", "synchronous_commit=off",
 		"-c", "full_page_writes=off", "-c", "max_connections=200", "-c", "shared_buffers=32MB",
 		"-c", "unix_socket_permissions=0777")
@@ -242,13 +245,15 @@ func (c *Cluster) start(ctx context.Context, b Binaries, cred *syscall.Credentia
 	// SIGQUIT is PostgreSQL's immediate shutdown.
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGQUIT
 	if err := cmd.Start(); err != nil {
-		close(c.done)
 		return fmt.Errorf("start postgres: %w", err)
 	}
-	c.cmd = cmd
+	done := make(chan struct{})
+	c.mu.Lock()
+	c.cmd, c.done = cmd, done
+	c.mu.Unlock()
 	go func() {
 		_ = cmd.Wait()
-		close(c.done)
+		close(done)
 	}()
 	url := c.url("postgres")
 	for {
@@ -258,7 +263,7 @@ func (c *Cluster) start(ctx context.Context, b Binaries, cred *syscall.Credentia
 			return nil
 		}
 		select {
-		case <-c.done:
+		case <-done:
 			return fmt.Errorf("postgres exited during start: %s", readTail(logPath))
 		case <-ctx.Done():
 			return fmt.Errorf("postgres did not accept connections within %s: %w\n%s", startTimeout, err, readTail(logPath))
@@ -318,12 +323,69 @@ func (c *Cluster) Pause() error { return c.signalAll(syscall.SIGSTOP) }
 // Resume lets a paused server run again.
 func (c *Cluster) Resume() error { return c.signalAll(syscall.SIGCONT) }
 
-// signalAll sends sig to the postmaster and to every process whose parent it is.
-func (c *Cluster) signalAll(sig syscall.Signal) error {
-	if c.cmd == nil || c.cmd.Process == nil {
+// Halt shuts the server down as an operator's `pg_ctl stop` does (fast
+// shutdown: every client is disconnected, the data is kept) and waits until
+// it exited: nothing listens on the socket until Restart. Clients see the
+// database go away, as when its host stops.
+func (c *Cluster) Halt() error {
+	cmd, done := c.server()
+	if cmd == nil {
 		return fmt.Errorf("pgtest: cluster %s is not running", c.dir)
 	}
-	root := c.cmd.Process.Pid
+	select {
+	case <-done:
+		return fmt.Errorf("pgtest: cluster %s is not running", c.dir)
+	default:
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		return fmt.Errorf("pgtest: stop the server: %w", err)
+	}
+	select {
+	case <-done:
+		return nil
+	case <-time.After(startTimeout):
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+		return fmt.Errorf("pgtest: the server did not stop within %s: killed", startTimeout)
+	}
+}
+
+// Restart starts a halted server again on the same directory and socket:
+// URLs handed out before work again. It returns once the server accepts
+// connections.
+func (c *Cluster) Restart() error {
+	c.mu.Lock()
+	closed, done := c.closed, c.done
+	c.mu.Unlock()
+	if closed {
+		return fmt.Errorf("pgtest: cluster %s is stopped", c.dir)
+	}
+	if done != nil {
+		select {
+		case <-done:
+		default:
+			return fmt.Errorf("pgtest: cluster %s is running: Halt it first", c.dir)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	return c.start(ctx)
+}
+
+// server is the current server process and the channel closed when it was reaped.
+func (c *Cluster) server() (*exec.Cmd, chan struct{}) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cmd, c.done
+}
+
+// signalAll sends sig to the postmaster and to every process whose parent it is.
+func (c *Cluster) signalAll(sig syscall.Signal) error {
+	cmd, _ := c.server()
+	if cmd == nil || cmd.Process == nil {
+		return fmt.Errorf("pgtest: cluster %s is not running", c.dir)
+	}
+	root := cmd.Process.Pid
 	pids := []int{root}
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
@@ -361,15 +423,16 @@ func (c *Cluster) Stop() {
 		return
 	}
 	c.closed = true
+	cmd, done := c.cmd, c.done
 	c.mu.Unlock()
-	if c.cmd != nil && c.cmd.Process != nil {
-		_ = c.cmd.Process.Signal(syscall.SIGQUIT)
+	if cmd != nil && cmd.Process != nil {
+		_ = cmd.Process.Signal(syscall.SIGQUIT) // harmless when Halt already stopped it
 		select {
-		case <-c.done:
+		case <-done:
 		case <-time.After(10 * time.Second):
 			// The process group holds the server's children too.
-			_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
-			<-c.done
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-done
 		}
 	}
 	if err := os.RemoveAll(c.dir); err != nil && c.logf != nil {

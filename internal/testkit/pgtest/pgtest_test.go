@@ -72,3 +72,59 @@ func TestClusterStopRemovesEverything(t *testing.T) {
 		t.Error("CreateDatabase on a stopped cluster succeeded")
 	}
 }
+
+// Halt stops the server with its data kept: connecting fails until Restart,
+// after which the same URL reaches the same data. Stop after a Halt, or
+// after a Restart, still reaps the server and removes the directory.
+func TestClusterHaltAndRestart(t *testing.T) {
+	bins, err := FindBinaries()
+	if err != nil {
+		t.Skipf("PostgreSQL binaries not found (apt-get install postgresql): %v", err)
+	}
+	c, err := NewCluster(bins, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	ctx := context.Background()
+	url, err := c.CreateDatabase(ctx, "kept")
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec := func(sql string) error {
+		conn, err := pgx.Connect(ctx, url)
+		if err != nil {
+			return err
+		}
+		defer conn.Close(ctx)
+		_, err = conn.Exec(ctx, sql)
+		return err
+	}
+	if err := exec("CREATE TABLE survives (x int); INSERT INTO survives VALUES (42)"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Halt(); err != nil {
+		t.Fatalf("Halt: %v", err)
+	}
+	if err := c.Halt(); err == nil {
+		t.Error("a second Halt succeeded on a halted server")
+	}
+	if err := exec("SELECT 1"); err == nil {
+		t.Fatal("a query succeeded while the server was halted")
+	}
+	if err := c.Restart(); err != nil {
+		t.Fatalf("Restart: %v", err)
+	}
+	if err := c.Restart(); err == nil {
+		t.Error("Restart of a running server succeeded")
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatalf("connect after Restart: %v", err)
+	}
+	defer conn.Close(ctx)
+	var x int
+	if err := conn.QueryRow(ctx, "SELECT x FROM survives").Scan(&x); err != nil || x != 42 {
+		t.Fatalf("row after Restart = %d, %v; want 42", x, err)
+	}
+}
