@@ -55,12 +55,27 @@ func exitCode(cmd *cobra.Command, err error) (int, string) {
 	msg := err.Error()
 	// cobra checks required flags after parsing, outside FlagErrorFunc.
 	if rest, ok := strings.CutPrefix(msg, "required flag(s) "); ok {
-		names := strings.TrimSuffix(rest, " not set")
-		names = strings.ReplaceAll(names, `"`, "--")
-		names = strings.ReplaceAll(names, "----", "--")
-		return exitUsage, fmt.Sprintf("`%s` needs %s; usage: %s", path(cmd), strings.TrimSuffix(names, "--"), cmd.UseLine())
+		return exitUsage, fmt.Sprintf("`%s` needs %s; usage: %s", path(cmd), requiredFlags(rest), cmd.UseLine())
 	}
 	return exitFailure, msg
+}
+
+// requiredFlags turns the rest of cobra's `required flag(s) "from", "to" not
+// set` into "--from and --to".
+func requiredFlags(rest string) string {
+	var names []string
+	for _, n := range strings.Split(strings.TrimSuffix(rest, " not set"), ",") {
+		if n = strings.Trim(strings.TrimSpace(n), `"`); n != "" {
+			names = append(names, "--"+n)
+		}
+	}
+	switch len(names) {
+	case 0:
+		return "more flags"
+	case 1:
+		return names[0]
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
 func path(cmd *cobra.Command) string {
