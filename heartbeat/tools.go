@@ -11,8 +11,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/switchboard-bot/switchboard/agent"
 	"github.com/switchboard-bot/switchboard/channels"
@@ -41,37 +44,29 @@ func (*ScheduleTool) Description() string {
 		"at most once every 5 minutes). A one-shot (in or at) may be at most " + strconv.Itoa(schedule.MaxOneShotYears) + " years ahead."
 }
 
-// Schema is the JSON Schema of the arguments.
-func (*ScheduleTool) Schema() json.RawMessage {
-	return json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "action":   {"type": "string", "enum": ["create", "list", "cancel"]},
-    "name":     {"type": "string", "description": "job name (a-z, 0-9, _ and -); optional for create, required for cancel"},
-    "kind":     {"type": "string", "enum": ["reminder", "task"], "description": "default: task if prompt is given, else reminder"},
-    "text":     {"type": "string", "description": "reminder text, delivered verbatim (at most 4000 characters)"},
-    "prompt":   {"type": "string", "description": "task instruction, run by you at the scheduled time (at most 4000 characters)"},
-    "at":       {"type": "string", "description": "one-shot time"},
-    "in":       {"type": "string", "description": "one-shot delay from now, e.g. 20m"},
-    "cron":     {"type": "string", "description": "recurring schedule"},
-    "timezone": {"type": "string", "description": "IANA zone for at and cron; default the bot's"}
-  },
-  "required": ["action"],
-  "additionalProperties": false
-}`)
-}
+// Schema is the JSON Schema of the arguments (scheduleArgs).
+func (*ScheduleTool) Schema() json.RawMessage { return scheduleSchema() }
 
+// scheduleArgs are the schedule tool's arguments; its schema is generated
+// from them.
 type scheduleArgs struct {
 	Action   string `json:"action"`
-	Name     string `json:"name"`
-	Kind     string `json:"kind"`
-	Text     string `json:"text"`
-	Prompt   string `json:"prompt"`
-	At       string `json:"at"`
-	In       string `json:"in"`
-	Cron     string `json:"cron"`
-	Timezone string `json:"timezone"`
+	Name     string `json:"name,omitempty" jsonschema:"job name (a-z, 0-9, _ and -); optional for create, required for cancel"`
+	Kind     string `json:"kind,omitempty" jsonschema:"default: task if prompt is given, else reminder"`
+	Text     string `json:"text,omitempty" jsonschema:"reminder text, delivered verbatim (at most 4000 characters)"`
+	Prompt   string `json:"prompt,omitempty" jsonschema:"task instruction, run by you at the scheduled time (at most 4000 characters)"`
+	At       string `json:"at,omitempty" jsonschema:"one-shot time"`
+	In       string `json:"in,omitempty" jsonschema:"one-shot delay from now, e.g. 20m"`
+	Cron     string `json:"cron,omitempty" jsonschema:"recurring schedule"`
+	Timezone string `json:"timezone,omitempty" jsonschema:"IANA zone for at and cron; default the bot's"`
 }
+
+var scheduleSchema = sync.OnceValue(func() json.RawMessage {
+	return agent.MustArgsSchema[scheduleArgs](func(p map[string]*jsonschema.Schema) {
+		p["action"].Enum = []any{"create", "list", "cancel"}
+		p["kind"].Enum = []any{"reminder", "task"}
+	})
+})
 
 // Call runs the action.
 func (t *ScheduleTool) Call(ctx context.Context, raw json.RawMessage) (string, error) {
@@ -421,25 +416,25 @@ func (*SendMessageTool) Description() string {
 		"the job's delivery targets). Do not repeat the same text in your final answer."
 }
 
-// Schema is the JSON Schema of the arguments.
-func (*SendMessageTool) Schema() json.RawMessage {
-	return json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "target": {"type": "string", "description": "<channel>:<chat_id>[:<thread_id>]; default the current chat"},
-    "text":   {"type": "string", "minLength": 1}
-  },
-  "required": ["text"],
-  "additionalProperties": false
-}`)
+// Schema is the JSON Schema of the arguments (sendMessageArgs).
+func (*SendMessageTool) Schema() json.RawMessage { return sendMessageSchema() }
+
+// sendMessageArgs are send_message's arguments; its schema is generated from
+// them.
+type sendMessageArgs struct {
+	Target string `json:"target,omitempty" jsonschema:"<channel>:<chat_id>[:<thread_id>]; default the current chat"`
+	Text   string `json:"text"`
 }
+
+var sendMessageSchema = sync.OnceValue(func() json.RawMessage {
+	return agent.MustArgsSchema[sendMessageArgs](func(p map[string]*jsonschema.Schema) {
+		p["text"].MinLength = jsonschema.Ptr(1)
+	})
+})
 
 // Call sends the message.
 func (t *SendMessageTool) Call(ctx context.Context, raw json.RawMessage) (string, error) {
-	var a struct {
-		Target string `json:"target"`
-		Text   string `json:"text"`
-	}
+	var a sendMessageArgs
 	if err := json.Unmarshal(raw, &a); err != nil {
 		return "", fmt.Errorf("send_message: bad arguments: %w", err)
 	}

@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
+
+	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/switchboard-bot/switchboard/agent"
 )
@@ -48,15 +51,19 @@ func NewTool(lib *Library, pageChars int) *Tool {
 	return &Tool{lib: lib, pageChars: pageChars}
 }
 
-var toolSchema = json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "name": {"type": "string", "description": "The skill's name, as listed under Skills in the system prompt.", "minLength": 1, "maxLength": 64},
-    "offset": {"type": "integer", "description": "Character offset to continue a long skill from (0 or absent: the start).", "minimum": 0}
-  },
-  "required": ["name"],
-  "additionalProperties": false
-}`)
+// args are the skill tool's arguments; its schema is generated from them.
+type args struct {
+	Name   string `json:"name" jsonschema:"The skill's name, as listed under Skills in the system prompt."`
+	Offset int    `json:"offset,omitempty" jsonschema:"Character offset to continue a long skill from (0 or absent: the start)."`
+}
+
+var toolSchema = sync.OnceValue(func() json.RawMessage {
+	return agent.MustArgsSchema[args](func(p map[string]*jsonschema.Schema) {
+		p["name"].MinLength = jsonschema.Ptr(1)
+		p["name"].MaxLength = jsonschema.Ptr(64)
+		p["offset"].Minimum = jsonschema.Ptr(0.0)
+	})
+})
 
 // Name implements agent.Tool.
 func (t *Tool) Name() string { return ToolName }
@@ -68,7 +75,7 @@ func (t *Tool) Description() string {
 }
 
 // Schema implements agent.Tool.
-func (t *Tool) Schema() json.RawMessage { return toolSchema }
+func (t *Tool) Schema() json.RawMessage { return toolSchema() }
 
 // Repeatable implements agent.Repeatable: reading a file has no effect.
 func (t *Tool) Repeatable() bool { return true }
@@ -118,11 +125,6 @@ func (t *Tool) PromptSection(p agent.Persona) string {
 		fmt.Fprintf(&sb, "[%d more skills not listed]\n", left)
 	}
 	return sb.String()
-}
-
-type args struct {
-	Name   string `json:"name"`
-	Offset int    `json:"offset"`
 }
 
 // Call implements agent.Tool: it returns the instructions of the named

@@ -6,22 +6,24 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/switchboard-bot/switchboard/agent"
 )
 
-var currentTimeSchema = json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "timezone": {
-      "type": "string",
-      "description": "IANA time zone name such as \"Europe/Berlin\", \"America/New_York\" or \"UTC\". Omit it for the bot's own time zone.",
-      "maxLength": 64
-    }
-  },
-  "additionalProperties": false
-}`)
+// currentTimeArgs are current_time's arguments; its schema is generated from them.
+type currentTimeArgs struct {
+	Timezone string `json:"timezone,omitempty" jsonschema:"IANA time zone name such as \"Europe/Berlin\", \"America/New_York\" or \"UTC\". Omit it for the bot's own time zone."`
+}
+
+var currentTimeSchema = sync.OnceValue(func() json.RawMessage {
+	return agent.MustArgsSchema[currentTimeArgs](func(p map[string]*jsonschema.Schema) {
+		p["timezone"].MaxLength = jsonschema.Ptr(64)
+	})
+})
 
 // CurrentTime is the current_time tool: it tells the current date and time
 // in the default zone or in a named IANA zone.
@@ -57,14 +59,10 @@ func (t *CurrentTime) Description() string {
 }
 
 // Schema implements agent.Tool.
-func (t *CurrentTime) Schema() json.RawMessage { return currentTimeSchema }
+func (t *CurrentTime) Schema() json.RawMessage { return currentTimeSchema() }
 
 // Repeatable implements agent.Repeatable: reading the clock has no effects.
 func (t *CurrentTime) Repeatable() bool { return true }
-
-type currentTimeArgs struct {
-	Timezone string `json:"timezone"`
-}
 
 // Call implements agent.Tool. The answer is one line, for example
 //

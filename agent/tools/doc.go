@@ -8,6 +8,13 @@
 //
 // Design decisions:
 //
+//   - Each built-in tool's arguments are one Go struct, the one its Call
+//     decodes into; its JSON Schema is generated from that struct by
+//     agent.MustArgsSchema (json tags name the properties, jsonschema tags
+//     describe them, omitempty makes one optional) with enums and bounds
+//     added by name, built once at first use. testdata/schemas holds what
+//     the model is shown, checked by TestBuiltinToolSchemasUnchanged.
+//
 //   - current_time takes its default *time.Location and its clock (now func)
 //     from the caller, so the answer is deterministic in tests and follows
 //     bot.timezone in the daemon. It answers on one line that a person can

@@ -11,6 +11,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/switchboard-bot/switchboard/agent"
 	"github.com/switchboard-bot/switchboard/memory"
 )
@@ -60,9 +62,10 @@ type MemoryOptions struct {
 // the read-only actions (list, search) are marked *agent.TemporaryError and
 // may be retried by the agent.
 type Memory struct {
-	store NotesStore
-	o     MemoryOptions
-	saveM sync.Mutex // serializes the count check and the write of save
+	store  NotesStore
+	o      MemoryOptions
+	schema func() json.RawMessage // memorySchema(o.NoteMaxChars), built at first use
+	saveM  sync.Mutex             // serializes the count check and the write of save
 }
 
 var (
@@ -84,7 +87,7 @@ func NewMemory(store NotesStore, o MemoryOptions) *Memory {
 	if o.Location == nil {
 		o.Location = time.UTC
 	}
-	return &Memory{store: store, o: o}
+	return &Memory{store: store, o: o, schema: sync.OnceValue(func() json.RawMessage { return memorySchema(o.NoteMaxChars) })}
 }
 
 // Name implements agent.Tool.
@@ -99,29 +102,32 @@ func (m *Memory) Description() string {
 }
 
 // Schema implements agent.Tool.
-func (m *Memory) Schema() json.RawMessage {
-	return json.RawMessage(fmt.Sprintf(`{
-  "type": "object",
-  "properties": {
-    "action": {"type": "string", "enum": ["save", "search", "list", "forget"], "description": "What to do."},
-    "text": {"type": "string", "minLength": 1, "maxLength": %d, "description": "save: the fact to remember, one short sentence."},
-    "query": {"type": "string", "minLength": 1, "maxLength": 200, "description": "search: words that must all appear in the note."},
-    "id": {"type": "integer", "minimum": 1, "description": "forget: the number of the note to delete."}
-  },
-  "required": ["action"],
-  "additionalProperties": false
-}`, m.o.NoteMaxChars))
+func (m *Memory) Schema() json.RawMessage { return m.schema() }
+
+// memoryArgs are the memory tool's arguments; its schema is generated from
+// them (memorySchema).
+type memoryArgs struct {
+	Action string `json:"action" jsonschema:"What to do."`
+	Text   string `json:"text,omitempty" jsonschema:"save: the fact to remember, one short sentence."`
+	Query  string `json:"query,omitempty" jsonschema:"search: words that must all appear in the note."`
+	ID     uint64 `json:"id,omitempty" jsonschema:"forget: the number of the note to delete."`
+}
+
+// memorySchema is the schema of memoryArgs; text is bounded by the
+// configured note length.
+func memorySchema(noteMaxChars int) json.RawMessage {
+	return agent.MustArgsSchema[memoryArgs](func(p map[string]*jsonschema.Schema) {
+		p["action"].Enum = []any{"save", "search", "list", "forget"}
+		p["text"].MinLength = jsonschema.Ptr(1)
+		p["text"].MaxLength = jsonschema.Ptr(noteMaxChars)
+		p["query"].MinLength = jsonschema.Ptr(1)
+		p["query"].MaxLength = jsonschema.Ptr(200)
+		p["id"].Minimum = jsonschema.Ptr(1.0)
+	})
 }
 
 // Repeatable implements agent.Repeatable: save and forget have side effects.
 func (m *Memory) Repeatable() bool { return false }
-
-type memoryArgs struct {
-	Action string `json:"action"`
-	Text   string `json:"text"`
-	Query  string `json:"query"`
-	ID     uint64 `json:"id"`
-}
 
 // Call implements agent.Tool.
 func (m *Memory) Call(ctx context.Context, raw json.RawMessage) (string, error) {

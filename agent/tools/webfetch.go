@@ -13,8 +13,11 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/switchboard-bot/switchboard/agent"
 )
@@ -139,19 +142,17 @@ func normalizeAllowEntry(d string) (string, error) {
 	return n, nil
 }
 
-var webFetchSchema = json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "url": {
-      "type": "string",
-      "description": "Absolute http:// or https:// URL of the page or document to read.",
-      "minLength": 1,
-      "maxLength": 4096
-    }
-  },
-  "required": ["url"],
-  "additionalProperties": false
-}`)
+// webFetchArgs are web_fetch's arguments; its schema is generated from them.
+type webFetchArgs struct {
+	URL string `json:"url" jsonschema:"Absolute http:// or https:// URL of the page or document to read."`
+}
+
+var webFetchSchema = sync.OnceValue(func() json.RawMessage {
+	return agent.MustArgsSchema[webFetchArgs](func(p map[string]*jsonschema.Schema) {
+		p["url"].MinLength = jsonschema.Ptr(1)
+		p["url"].MaxLength = jsonschema.Ptr(4096)
+	})
+})
 
 // Name implements agent.Tool.
 func (f *WebFetch) Name() string { return NameWebFetch }
@@ -173,14 +174,10 @@ func (f *WebFetch) Description() string {
 }
 
 // Schema implements agent.Tool.
-func (f *WebFetch) Schema() json.RawMessage { return webFetchSchema }
+func (f *WebFetch) Schema() json.RawMessage { return webFetchSchema() }
 
 // Repeatable implements agent.Repeatable: a GET has no side effects.
 func (f *WebFetch) Repeatable() bool { return true }
-
-type webFetchArgs struct {
-	URL string `json:"url"`
-}
 
 // Call implements agent.Tool: it GETs args.url and returns
 //

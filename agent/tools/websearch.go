@@ -13,7 +13,10 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/switchboard-bot/switchboard/agent"
 	"github.com/switchboard-bot/switchboard/internal/redact"
@@ -141,15 +144,20 @@ func (s *WebSearch) String() string {
 // GoString is String, so %#v does not print the key either.
 func (s *WebSearch) GoString() string { return s.String() }
 
-var webSearchSchema = json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "query": {"type": "string", "description": "What to search for, as you would type it into a search engine.", "minLength": 1, "maxLength": 400},
-    "count": {"type": "integer", "description": "How many results to return (default and maximum: the configured max_results).", "minimum": 1, "maximum": 20}
-  },
-  "required": ["query"],
-  "additionalProperties": false
-}`)
+// webSearchArgs are web_search's arguments; its schema is generated from them.
+type webSearchArgs struct {
+	Query string `json:"query" jsonschema:"What to search for, as you would type it into a search engine."`
+	Count int    `json:"count,omitempty" jsonschema:"How many results to return (default and maximum: the configured max_results)."`
+}
+
+var webSearchSchema = sync.OnceValue(func() json.RawMessage {
+	return agent.MustArgsSchema[webSearchArgs](func(p map[string]*jsonschema.Schema) {
+		p["query"].MinLength = jsonschema.Ptr(1)
+		p["query"].MaxLength = jsonschema.Ptr(searchQueryMaxChars)
+		p["count"].Minimum = jsonschema.Ptr(1.0)
+		p["count"].Maximum = jsonschema.Ptr(float64(MaxSearchResults))
+	})
+})
 
 // Name implements agent.Tool.
 func (s *WebSearch) Name() string { return NameWebSearch }
@@ -162,15 +170,10 @@ func (s *WebSearch) Description() string {
 }
 
 // Schema implements agent.Tool.
-func (s *WebSearch) Schema() json.RawMessage { return webSearchSchema }
+func (s *WebSearch) Schema() json.RawMessage { return webSearchSchema() }
 
 // Repeatable implements agent.Repeatable: a search has no side effects.
 func (s *WebSearch) Repeatable() bool { return true }
-
-type webSearchArgs struct {
-	Query string `json:"query"`
-	Count int    `json:"count"`
-}
 
 // searchResult is one result as shown to the model.
 type searchResult struct{ Title, URL, Snippet string }
