@@ -36,7 +36,7 @@ func (a *app) runCmd() *cobra.Command {
 			rt, restore := daemon.ApplyRuntimeDefaults(os.Getenv)
 			defer restore()
 			opts := daemon.Options{Config: cfg, LogLevel: level, Stdin: a.stdin, Stdout: a.stdout, ReleaseIdleMemory: true, Procs: rt.Procs}
-			if cfg.Channels.Console.Enabled {
+			if cfg.Channels.Enabled(console.Name) {
 				// Answers on stdout, logs on stderr, never tearing each other's
 				// lines; a prompt when stdin is a terminal.
 				tty := console.IsTerminal(a.stdin) && console.IsTerminal(a.stdout)

@@ -8,6 +8,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/switchboard-bot/switchboard/channels/discord"
+	"github.com/switchboard-bot/switchboard/channels/slack"
+	"github.com/switchboard-bot/switchboard/channels/telegram"
+	"github.com/switchboard-bot/switchboard/internal/platforms"
 )
 
 // envOf returns an EnvFunc backed by a map.
@@ -81,6 +86,12 @@ func leafKeys(t reflect.Type, prefix string) []string {
 	for _, n := range names {
 		f := t.Field(index[n])
 		k := joinKey(prefix, n)
+		if f.Type == sectionsType { // each registered platform's section
+			for _, d := range platforms.Builtin.All() {
+				out = append(out, leafKeys(reflect.TypeOf(d.Section()).Elem(), joinKey(k, d.Name))...)
+			}
+			continue
+		}
 		if f.Type.Kind() == reflect.Struct && f.Type != secretType {
 			out = append(out, leafKeys(f.Type, k)...)
 			continue
@@ -308,7 +319,7 @@ func TestEnvExpansion(t *testing.T) {
 		{"value cannot inject YAML", "bot:\n  name: ${YAMLY}\n", "bot.name", "x: [1, 2]\n- injected", nil},
 		{"list items", "agent:\n  tools: [\"${T:-memory}\", current_time]\n", "agent.tools", "[memory, current_time]", nil},
 		{"secret from env", "channels:\n  telegram:\n    enabled: true\n    token: ${TOKEN1}\n", "", "", func(c *Config) bool {
-			return c.Channels.Telegram.Token.Value() == "tg-123"
+			return telegram.ConfigIn(c.Channels).Token.Value() == "tg-123"
 		}},
 		{"env default key absent from file", "llm:\n  model: x\n", "", "", func(c *Config) bool {
 			return !c.LLM.APIKey.IsSet()
@@ -341,8 +352,8 @@ func TestEnvBackedDefaults(t *testing.T) {
 		"SLACK_BOT_TOKEN": "xoxb", "SLACK_APP_TOKEN": "xapp", "SLACK_SIGNING_SECRET": "sig",
 	})
 	c := mustParse(t, "channels:\n  telegram: {enabled: true}\n  discord: {enabled: true}\n  slack: {enabled: true}\n", env)
-	got := []string{c.LLM.APIKey.Value(), c.LLM.BaseURL, c.Channels.Telegram.Token.Value(), c.Channels.Discord.Token.Value(),
-		c.Channels.Slack.BotToken.Value(), c.Channels.Slack.AppToken.Value(), c.Channels.Slack.SigningSecret.Value()}
+	got := []string{c.LLM.APIKey.Value(), c.LLM.BaseURL, telegram.ConfigIn(c.Channels).Token.Value(), discord.ConfigIn(c.Channels).Token.Value(),
+		slack.ConfigIn(c.Channels).BotToken.Value(), slack.ConfigIn(c.Channels).AppToken.Value(), slack.ConfigIn(c.Channels).SigningSecret.Value()}
 	want := []string{"sk-1", "http://127.0.0.1:11434/v1", "tg", "dc", "xoxb", "xapp", "sig"}
 	if !slices.Equal(got, want) {
 		t.Errorf("env-backed defaults = %v, want %v", got, want)
@@ -464,8 +475,8 @@ func TestSelfReferencingAliasesFail(t *testing.T) {
 	}
 	// Ordinary anchors and merge keys work.
 	c := mustParse(t, "channels:\n  discord: &off {enabled: false, edit_interval: 2s}\n  slack: {<<: *off, mode: http}\n", emptyEnv)
-	if c.Channels.Slack.EditInterval != 2*time.Second || c.Channels.Slack.Mode != "http" {
-		t.Errorf("merge key: slack = %+v", c.Channels.Slack)
+	if slack.ConfigIn(c.Channels).EditInterval != 2*time.Second || slack.ConfigIn(c.Channels).Mode != "http" {
+		t.Errorf("merge key: slack = %+v", slack.ConfigIn(c.Channels))
 	}
 }
 

@@ -9,9 +9,12 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/switchboard-bot/switchboard/channels/platform"
 )
 
 type decoder struct {
+	reg  *platform.Registry
 	file string
 	env  EnvFunc
 	src  *sourceMap
@@ -54,6 +57,7 @@ func (d *decoder) fail(line int, key, format string, args ...any) {
 var (
 	secretType   = reflect.TypeFor[Secret]()
 	durationType = reflect.TypeFor[time.Duration]()
+	sectionsType = reflect.TypeFor[Channels]()
 )
 
 // yamlFields lists a struct type's fields by yaml key, in declaration order.
@@ -193,6 +197,9 @@ func (d *decoder) decodeValue(n *yaml.Node, v reflect.Value, key string) {
 	case t == durationType:
 		d.decodeDuration(n, v, key)
 		return
+	case t == sectionsType:
+		d.decodeChannels(n, v, key)
+		return
 	}
 	switch t.Kind() {
 	case reflect.String, reflect.Bool, reflect.Int, reflect.Float32, reflect.Float64:
@@ -214,7 +221,7 @@ func (d *decoder) decodeSecret(n *yaml.Node, v reflect.Value, key string) {
 		return
 	}
 	if s, ok := d.scalar(n, key, true); ok {
-		v.Set(reflect.ValueOf(Secret{v: s}))
+		v.Set(reflect.ValueOf(NewSecret(s)))
 	}
 }
 
@@ -339,9 +346,73 @@ func (d *decoder) decodeMap(n *yaml.Node, v reflect.Value, key string) {
 	v.Set(out)
 }
 
+// decodeChannels applies the channels mapping: each key is a registered
+// platform whose section (a struct pointer holding its defaults) is decoded
+// like any other section.
+func (d *decoder) decodeChannels(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind != yaml.MappingNode {
+		d.fail(n.Line, path, "%s: expected a mapping of keys, got %s", path, kindName(n))
+		return
+	}
+	names := d.reg.Names()
+	seen := map[string]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i], n.Content[i+1]
+		if k.Kind != yaml.ScalarNode {
+			d.fail(k.Line, path, "keys must be plain words%s, got %s", describeSection(path), kindName(k))
+			continue
+		}
+		if k.Value == "<<" && k.ShortTag() == "!!merge" {
+			d.mergeChannels(val, v, path)
+			continue
+		}
+		sec, ok := v.Interface().(Channels)[k.Value]
+		if !ok {
+			msg := fmt.Sprintf("unknown key %q in %s", truncate(k.Value, 60), path)
+			if s := suggest(k.Value, names); s != "" {
+				msg += fmt.Sprintf(" (did you mean %q?)", s)
+			} else {
+				msg += " (known keys: " + strings.Join(names, ", ") + ")"
+			}
+			d.fail(k.Line, joinKey(path, k.Value), "%s", msg)
+			continue
+		}
+		key := joinKey(path, k.Value)
+		if first, dup := seen[k.Value]; dup {
+			d.fail(k.Line, key, "%s is set twice (first on line %d)", key, first)
+			continue
+		}
+		seen[k.Value] = k.Line
+		d.src.lines[key] = k.Line
+		d.src.present[key] = true
+		d.decodeValue(val, reflect.ValueOf(sec).Elem(), key)
+	}
+}
+
+// mergeChannels handles a merge key ("<<: *anchor") in channels.
+func (d *decoder) mergeChannels(n *yaml.Node, v reflect.Value, path string) {
+	n = resolveAlias(n)
+	if n == nil || !d.enter(n, path) {
+		return
+	}
+	defer d.leave()
+	switch n.Kind {
+	case yaml.MappingNode:
+		d.decodeChannels(n, v, path)
+	case yaml.SequenceNode:
+		for _, c := range n.Content {
+			if c = resolveAlias(c); c.Kind == yaml.MappingNode {
+				d.decodeChannels(c, v, path)
+			}
+		}
+	default:
+		d.fail(n.Line, path, "%s: a merge key (<<) needs a mapping, got %s", path, kindName(n))
+	}
+}
+
 // applyEnvDefaults fills the environment-backed keys absent from the file.
 func (d *decoder) applyEnvDefaults(c *Config) {
-	for _, e := range envDefaults {
+	for _, e := range envDefaultsOf(d.reg) {
 		if d.src.present[e.key] {
 			continue
 		}
@@ -353,7 +424,7 @@ func (d *decoder) applyEnvDefaults(c *Config) {
 		d.src.refs[e.key] = []string{e.env}
 		d.src.raw[e.key] = "${" + e.env + "}"
 		if f.Type() == secretType {
-			f.Set(reflect.ValueOf(Secret{v: val}))
+			f.Set(reflect.ValueOf(NewSecret(val)))
 		} else {
 			f.SetString(val)
 		}

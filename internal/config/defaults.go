@@ -4,7 +4,9 @@ import (
 	"time"
 
 	"github.com/switchboard-bot/switchboard/agent/defaults"
+	"github.com/switchboard-bot/switchboard/channels/platform"
 	"github.com/switchboard-bot/switchboard/heartbeat/schedule"
+	"github.com/switchboard-bot/switchboard/internal/platforms"
 )
 
 const mib = 1 << 20
@@ -13,8 +15,12 @@ const mib = 1 << 20
 // the environment. The defaults of behaviour a library owns come from that
 // library (agent/defaults for llm.* and agent.* loop bounds,
 // heartbeat/schedule for a job's grace); the rest are defined here only.
-func Default() *Config {
+func Default() *Config { return defaultWith(platforms.Builtin) }
+
+// defaultWith is Default with the platforms of reg.
+func defaultWith(reg *platform.Registry) *Config {
 	return &Config{
+		reg: reg,
 		Bot: Bot{
 			Name:     "Switchboard",
 			DataDir:  "./data",
@@ -35,7 +41,7 @@ func Default() *Config {
 			AllowFrom: []string{},
 			Groups:    "mention",
 		},
-		Channels: defaultChannels(),
+		Channels: reg.Defaults(),
 		Heartbeat: Heartbeat{
 			Enabled:     false,
 			Schedule:    "0 * * * *",
@@ -102,47 +108,31 @@ func defaultAgent() Agent {
 	}
 }
 
-func defaultChannels() Channels {
-	return Channels{
-		Console: Console{Enabled: true},
-		Web:     Web{Enabled: true},
-		Telegram: Telegram{
-			Mode:          "polling",
-			EditInterval:  time.Second,
-			MaxMediaBytes: 10 * mib,
-			Rate:          defaultTelegramRate(),
-		},
-		Discord: Discord{
-			Guilds:        []string{},
-			EditInterval:  time.Second,
-			MaxMediaBytes: 10 * mib,
-			Shards:        1,
-		},
-		Slack: Slack{
-			Mode:          "socket",
-			ThreadReplies: true,
-			EditInterval:  time.Second,
-			MaxMediaBytes: 10 * mib,
-		},
-	}
-}
-
 // defaultJob is what an entry of jobs starts from before the file's keys
 // are applied.
 func defaultJob() Job {
 	return Job{Kind: "task", Misfire: "skip", Grace: schedule.DefaultGrace, DeliverTo: []string{}}
 }
 
-// envDefaults are the keys whose default is an environment variable
-// reference (DESIGN §4), applied when the key is absent from the file.
-var envDefaults = []struct{ key, env string }{
+// envDefaultsOf are the keys whose default is an environment variable
+// reference (DESIGN §4), applied when the key is absent from the file: the
+// core ones below and each platform's (channels.<name>.<key>).
+func envDefaultsOf(reg *platform.Registry) []envDefault {
+	out := append([]envDefault(nil), coreEnvDefaults...)
+	for _, d := range reg.All() {
+		for _, e := range d.EnvDefaults {
+			out = append(out, envDefault{"channels." + d.Name + "." + e.Key, e.Env})
+		}
+	}
+	return out
+}
+
+type envDefault struct{ key, env string }
+
+// coreEnvDefaults are the environment-backed keys outside channels.
+var coreEnvDefaults = []envDefault{
 	{"llm.base_url", "OPENAI_BASE_URL"},
 	{"llm.api_key", "OPENAI_API_KEY"},
 	{"agent.web_search.api_key", "BRAVE_API_KEY"},
-	{"channels.telegram.token", "TELEGRAM_BOT_TOKEN"},
-	{"channels.discord.token", "DISCORD_BOT_TOKEN"},
-	{"channels.slack.bot_token", "SLACK_BOT_TOKEN"},
-	{"channels.slack.app_token", "SLACK_APP_TOKEN"},
-	{"channels.slack.signing_secret", "SLACK_SIGNING_SECRET"},
 	{"storage.postgres.url", "DATABASE_URL"},
 }

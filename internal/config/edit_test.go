@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/switchboard-bot/switchboard/channels/console"
 	"github.com/switchboard-bot/switchboard/internal/config/yamledit"
 )
 
@@ -102,7 +103,7 @@ func TestSetInFilePreservesComments(t *testing.T) {
 	}
 	if c.LLM.Model != "gpt-4o" || c.Log.Level != "debug" || c.Retention.RunsPerJob != 50 || !c.Agent.WebFetch.AllowPrivate ||
 		c.Personas.ByTarget["slack:C0123"] != "reporter" || len(c.Jobs) != 1 || c.Jobs[0].Text != "Stand-up in 5 minutes" ||
-		len(c.Bot.Admins) != 0 || !c.Channels.Console.Enabled || c.Heartbeat.ActiveHours != "08:00-22:00" {
+		len(c.Bot.Admins) != 0 || !console.ConfigIn(c.Channels).Enabled || c.Heartbeat.ActiveHours != "08:00-22:00" {
 		t.Errorf("edited config = %+v", c)
 	}
 	st, _ := os.Stat(path)

@@ -12,6 +12,9 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/switchboard-bot/switchboard/channels/platform"
+	"github.com/switchboard-bot/switchboard/internal/platforms"
 )
 
 // Error is one problem in a configuration file. Its text is
@@ -88,8 +91,14 @@ func Load(path string) (*Config, error) {
 // error messages and Config.Path) strictly, expands ${VAR} through env and
 // validates the result. Empty data yields the defaults.
 func Parse(path string, data []byte, env func(string) (string, bool)) (*Config, error) {
+	return ParseWith(platforms.Builtin, path, data, env)
+}
+
+// ParseWith is Parse with the platforms of reg (a test's registry with a
+// platform of its own); the result's Platforms is reg.
+func ParseWith(reg *platform.Registry, path string, data []byte, env func(string) (string, bool)) (*Config, error) {
 	file := displayName(path)
-	cfg := Default()
+	cfg := defaultWith(reg)
 	cfg.Path = path
 	cfg.src = newSourceMap()
 
@@ -97,7 +106,7 @@ func Parse(path string, data []byte, env func(string) (string, bool)) (*Config, 
 	if err != nil {
 		return nil, err
 	}
-	d := &decoder{file: file, env: env, src: cfg.src}
+	d := &decoder{reg: reg, file: file, env: env, src: cfg.src}
 	if root != nil {
 		d.decodeStruct(root, reflect.ValueOf(cfg).Elem(), "")
 	}

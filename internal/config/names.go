@@ -3,6 +3,8 @@ package config
 import (
 	"fmt"
 	"strings"
+
+	"github.com/switchboard-bot/switchboard/internal/platforms"
 )
 
 // BuiltinTools returns the names of the built-in tools, the names
@@ -55,7 +57,7 @@ func (v *validator) tools(key string, list []string) {
 
 // EnvVarFor returns the environment variable a key defaults to
 // (llm.api_key → OPENAI_API_KEY), or "" when it has none.
-func EnvVarFor(key string) string { return envDefaultFor(key) }
+func EnvVarFor(key string) string { return envDefaultFor(platforms.Builtin, key) }
 
 // toolGlobs checks a list of tool names or globs used by the approval rules
 // (agent.require_approval, jobs[].approve): no empty entry, every glob valid,

@@ -1,12 +1,13 @@
 package config
 
 import (
+	"github.com/switchboard-bot/switchboard/channels/telegram"
 	"strings"
 	"testing"
 )
 
 func TestTelegramRateDefaultsAreTelegramsLimits(t *testing.T) {
-	got := Default().Channels.Telegram.Rate
+	got := telegram.ConfigIn(Default().Channels).Rate
 	want := Rate{PerChat: 1, PerChatBurst: 1, Global: 30, GlobalBurst: 30}
 	if got != want {
 		t.Fatalf("default channels.telegram.rate = %+v, want %+v", got, want)
@@ -22,13 +23,13 @@ channels:
       global: 1000
       global_burst: 100
 `, emptyEnv)
-	got := c.Channels.Telegram.Rate
+	got := telegram.ConfigIn(c.Channels).Rate
 	// Keys left out keep their defaults.
 	want := Rate{PerChat: 0.5, PerChatBurst: 1, Global: 1000, GlobalBurst: 100}
 	if got != want {
 		t.Fatalf("rate = %+v, want %+v", got, want)
 	}
-	if r := mustParse(t, "channels:\n  telegram:\n    rate: {per_chat: 0, global: 0}\n", emptyEnv).Channels.Telegram.Rate; r.PerChat != 0 || r.Global != 0 {
+	if r := telegram.ConfigIn(mustParse(t, "channels:\n  telegram:\n    rate: {per_chat: 0, global: 0}\n", emptyEnv).Channels).Rate; r.PerChat != 0 || r.Global != 0 {
 		t.Fatalf("0 (no limit) not accepted: %+v", r)
 	}
 }

@@ -3,6 +3,10 @@ package config
 import (
 	"strings"
 	"testing"
+
+	"github.com/switchboard-bot/switchboard/channels/discord"
+	"github.com/switchboard-bot/switchboard/channels/slack"
+	"github.com/switchboard-bot/switchboard/channels/telegram"
 )
 
 // Issue 13 defect 11: credentials inside URL-valued keys were printed by
@@ -10,11 +14,11 @@ import (
 func TestConfigRenderingRedactsURLCredentials(t *testing.T) {
 	c := Default()
 	c.LLM.BaseURL = "https://alice:pw-llm-0001@llm.example.com/v1?api-key=sk-query-0002"
-	c.Channels.Telegram.APIURL = "https://tg:pw-tg-0003@tg.example.com"
-	c.Channels.Telegram.WebhookURL = "https://bot.example.com/webhooks/telegram?token=tok-0004"
-	c.Channels.Discord.APIURL = "https://dc:pw-dc-0005@dc.example.com"
-	c.Channels.Discord.GatewayURL = "wss://gw.example.com/?secret=sec-0006"
-	c.Channels.Slack.APIURL = "https://sl:pw-sl-0007@slack.example.com/api/"
+	telegram.ConfigIn(c.Channels).APIURL = "https://tg:pw-tg-0003@tg.example.com"
+	telegram.ConfigIn(c.Channels).WebhookURL = "https://bot.example.com/webhooks/telegram?token=tok-0004"
+	discord.ConfigIn(c.Channels).APIURL = "https://dc:pw-dc-0005@dc.example.com"
+	discord.ConfigIn(c.Channels).GatewayURL = "wss://gw.example.com/?secret=sec-0006"
+	slack.ConfigIn(c.Channels).APIURL = "https://sl:pw-sl-0007@slack.example.com/api/"
 	secrets := []string{"pw-llm-0001", "sk-query-0002", "pw-tg-0003", "tok-0004", "pw-dc-0005", "sec-0006", "pw-sl-0007"}
 	var outs []string
 	for _, key := range []string{"llm", "llm.base_url", "channels", "channels.telegram.webhook_url", "channels.discord.gateway_url"} {

@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/switchboard-bot/switchboard/channels/platform"
+	"github.com/switchboard-bot/switchboard/internal/platforms"
 )
 
 type segKind int
@@ -30,6 +34,12 @@ type seg struct {
 // schema. It returns the segments, the Go type at the end, and the
 // canonical dotted key.
 func schemaPath(key string) ([]seg, reflect.Type, error) {
+	return schemaPathIn(platforms.Builtin, key)
+}
+
+// schemaPathIn is schemaPath with the platforms of reg: channels.<name> is
+// a field whose type is the platform's section.
+func schemaPathIn(reg *platform.Registry, key string) ([]seg, reflect.Type, error) {
 	if strings.TrimSpace(key) == "" {
 		return nil, nil, fmt.Errorf("empty key: use a dotted path such as llm.model")
 	}
@@ -43,6 +53,20 @@ func schemaPath(key string) ([]seg, reflect.Type, error) {
 	for i := 0; i < len(parts); i++ {
 		p := parts[i]
 		switch {
+		case t == sectionsType:
+			d, ok := reg.Lookup(p)
+			if !ok {
+				msg := fmt.Sprintf("unknown key %q in %s", truncate(p, 60), path)
+				if s := suggest(p, reg.Names()); s != "" {
+					msg += fmt.Sprintf(" (did you mean %q?)", s)
+				} else {
+					msg += " (known keys: " + strings.Join(reg.Names(), ", ") + ")"
+				}
+				return nil, nil, fmt.Errorf("%s", msg)
+			}
+			segs = append(segs, seg{kind: segField, name: p})
+			t = reflect.TypeOf(d.Section()).Elem()
+			path = joinKey(path, p)
 		case t.Kind() == reflect.Struct && t != secretType:
 			names, index := yamlFields(t)
 			fi, ok := index[p]
@@ -90,7 +114,7 @@ func schemaPath(key string) ([]seg, reflect.Type, error) {
 
 // fieldByKey returns the settable value at a dotted struct-only key.
 func fieldByKey(root reflect.Value, key string) (reflect.Value, error) {
-	segs, _, err := schemaPath(key)
+	segs, _, err := schemaPathIn(root.Addr().Interface().(*Config).Platforms(), key)
 	if err != nil {
 		return reflect.Value{}, err
 	}
@@ -99,15 +123,30 @@ func fieldByKey(root reflect.Value, key string) (reflect.Value, error) {
 		if s.kind != segField {
 			return reflect.Value{}, fmt.Errorf("%s: not a plain field path", key)
 		}
-		_, index := yamlFields(v.Type())
-		v = v.Field(index[s.name])
+		if v, err = field(v, s.name); err != nil {
+			return reflect.Value{}, fmt.Errorf("%s: %w", key, err)
+		}
 	}
 	return v, nil
 }
 
+// field is the field named by its yaml key of a struct, or the section of
+// a platform (the struct its pointer points to).
+func field(v reflect.Value, name string) (reflect.Value, error) {
+	if v.Type() == sectionsType {
+		sec := v.MapIndex(reflect.ValueOf(name))
+		if !sec.IsValid() || sec.IsNil() {
+			return reflect.Value{}, fmt.Errorf("no section %q", truncate(name, 60))
+		}
+		return sec.Elem().Elem(), nil
+	}
+	_, index := yamlFields(v.Type())
+	return v.Field(index[name]), nil
+}
+
 // valueAt walks segs through a Config value.
 func valueAt(c *Config, key string) (reflect.Value, error) {
-	segs, _, err := schemaPath(key)
+	segs, _, err := schemaPathIn(c.Platforms(), key)
 	if err != nil {
 		return reflect.Value{}, err
 	}
@@ -116,8 +155,9 @@ func valueAt(c *Config, key string) (reflect.Value, error) {
 	for _, s := range segs {
 		switch s.kind {
 		case segField:
-			_, index := yamlFields(v.Type())
-			v = v.Field(index[s.name])
+			if v, err = field(v, s.name); err != nil {
+				return reflect.Value{}, fmt.Errorf("%s: %w", path, err)
+			}
 			path = joinKey(path, s.name)
 		case segMapKey:
 			e := v.MapIndex(reflect.ValueOf(s.name))
@@ -237,6 +277,12 @@ func scalarText(v reflect.Value) (string, bool) {
 }
 
 func toAny(v reflect.Value) any {
+	for v.Kind() == reflect.Interface || v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return nil
+		}
+		v = v.Elem()
+	}
 	if s, ok := scalarText(v); ok {
 		switch v.Kind() {
 		case reflect.Bool:
@@ -276,6 +322,12 @@ func toAny(v reflect.Value) any {
 }
 
 func toNode(v reflect.Value) *yaml.Node {
+	for v.Kind() == reflect.Interface || v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "null"}
+		}
+		v = v.Elem()
+	}
 	if s, ok := scalarText(v); ok {
 		n := &yaml.Node{Kind: yaml.ScalarNode, Value: s}
 		if v.Kind() == reflect.String || v.Type() == secretType || v.Type() == durationType {
@@ -307,6 +359,9 @@ func toNode(v reflect.Value) *yaml.Node {
 			keys = append(keys, k.String())
 		}
 		sort.Strings(keys)
+		if v.Type() == sectionsType {
+			keys = sectionOrder(keys)
+		}
 		for _, k := range keys {
 			n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: k}, toNode(v.MapIndex(reflect.ValueOf(k))))
 		}
@@ -316,4 +371,21 @@ func toNode(v reflect.Value) *yaml.Node {
 		return n
 	}
 	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "null"}
+}
+
+// sectionOrder puts the built-in platforms first, in config.yaml's order,
+// then the others (sorted).
+func sectionOrder(sorted []string) []string {
+	out := make([]string, 0, len(sorted))
+	for _, n := range platforms.Builtin.Names() {
+		if slices.Contains(sorted, n) {
+			out = append(out, n)
+		}
+	}
+	for _, n := range sorted {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }

@@ -11,6 +11,10 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/switchboard-bot/switchboard/channels/discord"
+	"github.com/switchboard-bot/switchboard/channels/slack"
+	"github.com/switchboard-bot/switchboard/channels/telegram"
 )
 
 const distinct = "SB-SECRET-7f3a9c1e-do-not-print"
@@ -38,8 +42,8 @@ var secretKeys = []string{"llm.api_key", "channels.telegram.token", "channels.te
 func TestSecretsNeverRendered(t *testing.T) {
 	c := mustParse(t, allSecretsYAML, secretEnv)
 	// Control: the secrets are really there, so the scans below can fail.
-	for _, s := range []Secret{c.LLM.APIKey, c.Channels.Telegram.Token, c.Channels.Telegram.WebhookSecret, c.Channels.Discord.Token,
-		c.Channels.Slack.BotToken, c.Channels.Slack.AppToken, c.Channels.Slack.SigningSecret, c.Server.AdminToken} {
+	for _, s := range []Secret{c.LLM.APIKey, telegram.ConfigIn(c.Channels).Token, telegram.ConfigIn(c.Channels).WebhookSecret, discord.ConfigIn(c.Channels).Token,
+		slack.ConfigIn(c.Channels).BotToken, slack.ConfigIn(c.Channels).AppToken, slack.ConfigIn(c.Channels).SigningSecret, c.Server.AdminToken} {
 		if !strings.HasPrefix(s.Value(), distinct) || !s.IsSet() {
 			t.Fatalf("secret not loaded: set=%v", s.IsSet())
 		}
@@ -52,17 +56,17 @@ func TestSecretsNeverRendered(t *testing.T) {
 		renderings["fmt "+verb+" secret"] = fmt.Sprintf(verb, c.LLM.APIKey)
 		renderings["fmt "+verb+" section"] = fmt.Sprintf(verb, c.Channels)
 	}
-	renderings["String"] = c.Channels.Slack.AppToken.String()
-	renderings["GoString"] = c.Channels.Slack.AppToken.GoString()
-	renderings["Sprint"] = fmt.Sprint(c.Channels.Telegram, c.Server)
-	renderings["Println"] = fmt.Sprintln(c.Channels.Discord)
+	renderings["String"] = slack.ConfigIn(c.Channels).AppToken.String()
+	renderings["GoString"] = slack.ConfigIn(c.Channels).AppToken.GoString()
+	renderings["Sprint"] = fmt.Sprint(telegram.ConfigIn(c.Channels), c.Server)
+	renderings["Println"] = fmt.Sprintln(discord.ConfigIn(c.Channels))
 
 	j, err := json.Marshal(c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	renderings["json.Marshal"] = string(j)
-	js, _ := json.Marshal(c.Channels.Slack.SigningSecret)
+	js, _ := json.Marshal(slack.ConfigIn(c.Channels).SigningSecret)
 	renderings["json secret"] = string(js)
 	y, err := yaml.Marshal(c)
 	if err != nil {
@@ -84,9 +88,9 @@ func TestSecretsNeverRendered(t *testing.T) {
 	} {
 		var b bytes.Buffer
 		log := slog.New(h.mk(&b))
-		log.Info("loaded", "config", c, "cfgval", *c, "token", c.Channels.Telegram.Token, "telegram", c.Channels.Telegram,
-			slog.Any("slack", c.Channels.Slack), slog.Any("key", c.LLM.APIKey))
-		log.With("llm", c.LLM).Error("failed", "err", fmt.Errorf("wrapped: %v", c.Channels.Discord))
+		log.Info("loaded", "config", c, "cfgval", *c, "token", telegram.ConfigIn(c.Channels).Token, "telegram", telegram.ConfigIn(c.Channels),
+			slog.Any("slack", slack.ConfigIn(c.Channels)), slog.Any("key", c.LLM.APIKey))
+		log.With("llm", c.LLM).Error("failed", "err", fmt.Errorf("wrapped: %v", discord.ConfigIn(c.Channels)))
 		renderings[h.name] = b.String()
 	}
 
@@ -158,7 +162,7 @@ func TestSecretRendering(t *testing.T) {
 		want string
 	}{
 		{"set %v", fmt.Sprintf("%v", set), "[redacted]"},
-		{"set %#v", fmt.Sprintf("%#v", set), `config.Secret("[redacted]")`},
+		{"set %#v", fmt.Sprintf("%#v", set), `platform.Secret("[redacted]")`},
 		{"set %q", fmt.Sprintf("%q", set), `"[redacted]"`},
 		{"empty %v", fmt.Sprintf("%v", empty), ""},
 		{"empty String", empty.String(), ""},

@@ -5,7 +5,17 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/switchboard-bot/switchboard/channels/platform"
+	"github.com/switchboard-bot/switchboard/internal/platforms"
 )
+
+// Secret holds a token or key; every rendering prints "[redacted]"
+// (platform.Secret, shared with the platforms' own sections).
+type Secret = platform.Secret
+
+// NewSecret wraps a value (for tests and programmatic configs).
+func NewSecret(v string) Secret { return platform.NewSecret(v) }
 
 // Config is the whole of config.yaml.
 type Config struct {
@@ -31,6 +41,17 @@ type Config struct {
 	// src records where each key came from in the file; nil for a Config
 	// built in code.
 	src *sourceMap
+	// reg is the platform registry the config was built with (nil =
+	// platforms.Builtin).
+	reg *platform.Registry
+}
+
+// Platforms returns the platform registry the configuration was built with.
+func (c *Config) Platforms() *platform.Registry {
+	if c == nil || c.reg == nil {
+		return platforms.Builtin
+	}
+	return c.reg
 }
 
 // Bot holds identity and global settings.
@@ -136,66 +157,11 @@ type Access struct {
 	AllowBots bool     `yaml:"allow_bots"` // answer other bots' messages
 }
 
-// Channels configures the platform adapters.
-type Channels struct {
-	Console  Console  `yaml:"console"`
-	Telegram Telegram `yaml:"telegram"`
-	Discord  Discord  `yaml:"discord"`
-	Slack    Slack    `yaml:"slack"`
-	Web      Web      `yaml:"web"`
-}
-
-// Web is the web console's chat channel (served under /ui/ when server.ui is
-// on; its user is the logged-in operator, never gated). Enabled defaults to
-// true; the channel runs only while server.ui is on too.
-type Web struct {
-	Enabled bool `yaml:"enabled"`
-}
-
-// Console is the local terminal adapter.
-type Console struct {
-	Enabled bool `yaml:"enabled"`
-}
-
-// Telegram configures the Telegram adapter.
-type Telegram struct {
-	Enabled       bool          `yaml:"enabled"`
-	Token         Secret        `yaml:"token"`
-	APIURL        string        `yaml:"api_url"` // server root, as bot.WithServerURL takes it
-	Mode          string        `yaml:"mode"`    // polling | webhook
-	WebhookURL    string        `yaml:"webhook_url"`
-	WebhookSecret Secret        `yaml:"webhook_secret"`
-	EditInterval  time.Duration `yaml:"edit_interval"`
-	MaxMediaBytes int           `yaml:"max_media_bytes"`
-	Rate          Rate          `yaml:"rate"` // send pacing (rate.go)
-}
-
-// Discord configures the Discord adapter.
-type Discord struct {
-	Enabled       bool          `yaml:"enabled"`
-	Token         Secret        `yaml:"token"`
-	APIURL        string        `yaml:"api_url"`     // scheme://host:port only
-	GatewayURL    string        `yaml:"gateway_url"` // overrides /gateway/bot's url
-	Guilds        []string      `yaml:"guilds"`      // empty = every guild the bot is in
-	EditInterval  time.Duration `yaml:"edit_interval"`
-	MaxMediaBytes int           `yaml:"max_media_bytes"`
-	// Shards is the number of gateway shards (default 1); with replicas
-	// each shard is a lease some replica holds.
-	Shards int `yaml:"shards"`
-}
-
-// Slack configures the Slack adapter.
-type Slack struct {
-	Enabled       bool          `yaml:"enabled"`
-	BotToken      Secret        `yaml:"bot_token"`
-	AppToken      Secret        `yaml:"app_token"`
-	Mode          string        `yaml:"mode"` // socket | http
-	SigningSecret Secret        `yaml:"signing_secret"`
-	APIURL        string        `yaml:"api_url"` // Web API base ending in /api/
-	ThreadReplies bool          `yaml:"thread_replies"`
-	EditInterval  time.Duration `yaml:"edit_interval"`
-	MaxMediaBytes int           `yaml:"max_media_bytes"`
-}
+// Channels holds every registered platform's section (channels.<name>),
+// each a pointer to the platform package's own Config type
+// (telegram.ConfigIn(cfg.Channels)); the registry (Config.Platforms) says
+// which platforms exist, their defaults and their validation.
+type Channels = platform.Sections
 
 // Heartbeat configures proactive greetings.
 type Heartbeat struct {

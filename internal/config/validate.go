@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/platform"
 	"github.com/switchboard-bot/switchboard/heartbeat/schedule"
 )
 
@@ -184,7 +185,7 @@ func (v *validator) required(key string, set bool, because string) {
 	if set {
 		return
 	}
-	env := envDefaultFor(key)
+	env := envDefaultFor(v.c.Platforms(), key)
 	leaf := key[strings.LastIndexByte(key, '.')+1:]
 	var hint string
 	switch refs := v.c.src.refsOf(key); {
@@ -207,8 +208,8 @@ func (s *sourceMap) refsOf(key string) []string {
 	return s.refs[key]
 }
 
-func envDefaultFor(key string) string {
-	for _, e := range envDefaults {
+func envDefaultFor(reg *platform.Registry, key string) string {
+	for _, e := range envDefaultsOf(reg) {
 		if e.key == key {
 			return e.env
 		}
@@ -323,8 +324,8 @@ func (v *validator) personas() {
 	}
 	for _, ch := range sortedKeys(p.ByChannel) {
 		key := "personas.by_channel." + ch
-		if !slices.Contains(channels.Names, ch) {
-			v.fail(key, "unknown channel %q (one of %s)", truncate(ch, 60), strings.Join(channels.Names, ", "))
+		if names := v.c.Platforms().Names(); !slices.Contains(names, ch) {
+			v.fail(key, "unknown channel %q (one of %s)", truncate(ch, 60), strings.Join(names, ", "))
 		}
 		v.persona(key, p.ByChannel[ch])
 	}
@@ -337,75 +338,27 @@ func (v *validator) access() {
 	v.oneOf("access.groups", a.Groups, "mention", "all", "off")
 }
 
+// channels validates every platform's section with its descriptor's
+// Validate; the problems' keys are placed under channels.<name>.
 func (v *validator) channels() {
-	ch := v.c.Channels
-	listen := v.c.Server.Listen
-
-	t := ch.Telegram
-	v.oneOf("channels.telegram.mode", t.Mode, "polling", "webhook")
-	v.httpURL("channels.telegram.api_url", t.APIURL)
-	v.httpURL("channels.telegram.webhook_url", t.WebhookURL)
-	v.nonNegativeDur("channels.telegram.edit_interval", t.EditInterval)
-	v.nonNegative("channels.telegram.max_media_bytes", t.MaxMediaBytes)
-	v.rate("channels.telegram.rate", t.Rate)
-	if t.Enabled {
-		v.required("channels.telegram.token", t.Token.IsSet(), "channels.telegram is enabled")
-		if t.Mode == "webhook" {
-			if t.WebhookURL == "" {
-				v.fail("channels.telegram.webhook_url", "is empty: webhook mode needs the public URL Telegram posts updates to")
+	env := platform.Env{Listen: v.c.Server.Listen}
+	for _, d := range v.c.Platforms().All() {
+		sec, ok := v.c.Channels[d.Name]
+		if !ok || sec == nil || d.Validate == nil {
+			continue
+		}
+		c := &platform.Checker{RedactURL: redactURL}
+		d.Validate(sec, env, c)
+		for _, p := range c.Problems {
+			key := p.Key
+			if !p.Global {
+				key = "channels." + d.Name + "." + p.Key
 			}
-			if listen == "" {
-				v.fail("server.listen", "is empty: channels.telegram.mode webhook needs the HTTP server")
+			if p.Because != "" {
+				v.required(key, false, p.Because)
+				continue
 			}
-		}
-	}
-
-	d := ch.Discord
-	if d.APIURL != "" {
-		if err := checkURL(d.APIURL, "http", "https"); err != nil {
-			v.fail("channels.discord.api_url", "%v", err)
-		} else if u, _ := url.Parse(d.APIURL); strings.Trim(u.Path, "/") != "" {
-			v.fail("channels.discord.api_url", "must be scheme, host and port only (e.g. http://127.0.0.1:9001); discordgo adds /api/v9")
-		}
-	}
-	if d.GatewayURL != "" {
-		if err := checkURL(d.GatewayURL, "ws", "wss"); err != nil {
-			v.fail("channels.discord.gateway_url", "%v", err)
-		}
-	}
-	for i, g := range d.Guilds {
-		if _, err := strconv.ParseUint(g, 10, 64); err != nil {
-			v.fail(fmt.Sprintf("channels.discord.guilds[%d]", i), "guild id %q must be a numeric snowflake", truncate(g, 60))
-		}
-	}
-	v.nonNegativeDur("channels.discord.edit_interval", d.EditInterval)
-	v.nonNegative("channels.discord.max_media_bytes", d.MaxMediaBytes)
-	v.positive("channels.discord.shards", d.Shards)
-	if d.Enabled {
-		v.required("channels.discord.token", d.Token.IsSet(), "channels.discord is enabled")
-	}
-
-	s := ch.Slack
-	v.oneOf("channels.slack.mode", s.Mode, "socket", "http")
-	if s.APIURL != "" {
-		if err := checkURL(s.APIURL, "http", "https"); err != nil {
-			v.fail("channels.slack.api_url", "%v", err)
-		} else if !strings.HasSuffix(s.APIURL, "/") {
-			v.fail("channels.slack.api_url", "must end with \"/\" (the Web API base, e.g. http://127.0.0.1:9002/api/)")
-		}
-	}
-	v.nonNegativeDur("channels.slack.edit_interval", s.EditInterval)
-	v.nonNegative("channels.slack.max_media_bytes", s.MaxMediaBytes)
-	if s.Enabled {
-		v.required("channels.slack.bot_token", s.BotToken.IsSet(), "channels.slack is enabled")
-		switch s.Mode {
-		case "socket":
-			v.required("channels.slack.app_token", s.AppToken.IsSet(), "channels.slack.mode is socket")
-		case "http":
-			v.required("channels.slack.signing_secret", s.SigningSecret.IsSet(), "channels.slack.mode is http")
-			if listen == "" {
-				v.fail("server.listen", "is empty: channels.slack.mode http needs the HTTP server")
-			}
+			v.fail(key, "%s", p.Msg)
 		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/switchboard-bot/switchboard/channels/discord"
 )
 
 func TestEnvExpansionErrors(t *testing.T) {
@@ -285,7 +287,7 @@ func TestSemanticErrors(t *testing.T) {
 func TestValidateWithoutFile(t *testing.T) {
 	c := Default()
 	c.Agent.MaxIterations = 0
-	c.Channels.Discord.Enabled = true
+	discord.ConfigIn(c.Channels).Enabled = true
 	err := c.Validate()
 	if err == nil {
 		t.Fatal("want errors")

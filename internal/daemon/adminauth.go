@@ -46,11 +46,12 @@ var proxyHeaders = []string{"Forwarded", "X-Forwarded-For", "X-Real-Ip", "X-Forw
 // webhookModes names the enabled webhook modes of cfg (config keys), if any.
 func webhookModes(cfg *config.Config) []string {
 	var out []string
-	if tg := cfg.Channels.Telegram; tg.Enabled && tg.Mode == "webhook" {
-		out = append(out, "channels.telegram.mode: webhook")
-	}
-	if sl := cfg.Channels.Slack; sl.Enabled && sl.Mode == "http" {
-		out = append(out, "channels.slack.mode: http")
+	for _, p := range cfg.Platforms().All() {
+		if sec := cfg.Channels[p.Name]; sec != nil && p.WebhookMode != nil {
+			if m := p.WebhookMode(sec); m != "" {
+				out = append(out, m)
+			}
+		}
 	}
 	return out
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/switchboard-bot/switchboard/channels/telegram"
 	"github.com/switchboard-bot/switchboard/internal/config"
 	"github.com/switchboard-bot/switchboard/internal/daemon"
 	"github.com/switchboard-bot/switchboard/internal/testkit/fakellm"
@@ -96,10 +97,10 @@ func TestAdminNeedsTokenInWebhookMode(t *testing.T) {
 	llm := fakellm.Start(t, fakellm.Echo())
 	tg := faketelegram.New(t, faketelegram.Options{})
 	cfg := telegramConfig(t, llm, tg)
-	cfg.Channels.Telegram.Mode = "webhook"
-	cfg.Channels.Telegram.WebhookURL = "https://bot.example.com/webhooks/telegram"
+	telegram.ConfigIn(cfg.Channels).Mode = "webhook"
+	telegram.ConfigIn(cfg.Channels).WebhookURL = "https://bot.example.com/webhooks/telegram"
 	const secret = "hook-secret-0123456789"
-	cfg.Channels.Telegram.WebhookSecret = config.NewSecret(secret)
+	telegram.ConfigIn(cfg.Channels).WebhookSecret = config.NewSecret(secret)
 	r := startDaemon(t, cfg, tg.Token(), secret)
 	if code, body := adminCall(t, r, http.MethodGet, "/admin/pairing", nil); code != http.StatusUnauthorized {
 		t.Errorf("GET /admin/pairing without a token in webhook mode = %d %q, want 401", code, body)

@@ -36,21 +36,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/switchboard-bot/switchboard/channels"
-	"github.com/switchboard-bot/switchboard/channels/discord"
-	"github.com/switchboard-bot/switchboard/channels/telegram"
+	"github.com/switchboard-bot/switchboard/channels/platform"
 	"github.com/switchboard-bot/switchboard/heartbeat"
 	"github.com/switchboard-bot/switchboard/internal/cluster"
 	"github.com/switchboard-bot/switchboard/internal/config"
 )
 
-// Lease names.
-const (
-	leaseScheduler    = "scheduler"
-	leaseTelegramPoll = "telegram-poll"
-)
-
-// discordShardLease is the lease of Discord gateway shard i.
-func discordShardLease(i int) string { return fmt.Sprintf("discord-shard-%d", i) }
+// leaseScheduler is the scheduler's lease; the platforms name their own
+// (platform.Runner).
+const leaseScheduler = "scheduler"
 
 // jobsChannel is the NOTIFY channel on which a replica that changed the
 // runtime jobs tells the scheduler's leader to reschedule them.
@@ -210,105 +204,65 @@ func (s *clusterState) refresh(ctx context.Context, d *Daemon) {
 	}
 }
 
-// superviseChannel builds ch's supervisor: Telegram polling under its
-// lease with replicas, Discord as shards (under leases with replicas).
+// superviseChannel builds ch's supervisor. A platform whose descriptor
+// splits its receiving into Runners (Telegram polling, Discord shards) runs
+// each under its lease with replicas, and several of them side by side
+// without; otherwise the channel runs as is.
 func (d *Daemon) superviseChannel(ch channels.Channel) *supervisor {
 	sup := newSupervisor(ch, d.handler, d.log, d.opts.RestartBackoff, time.Minute)
 	cfg := d.config()
-	switch a := ch.(type) {
-	case *telegram.Adapter:
-		if d.cluster.c == nil || cfg.Channels.Telegram.Mode == telegram.ModeWebhook {
-			break
+	desc, ok := cfg.Platforms().Lookup(ch.Name())
+	sec := cfg.Channels[ch.Name()]
+	if !ok || desc.Runners == nil || sec == nil {
+		return sup
+	}
+	runners, err := desc.Runners(context.Background(), sec, d.platformDeps(cfg), ch)
+	if err != nil { // the options passed for the first runner: log, run the others
+		d.log.Error("channel runner not built", "channel", ch.Name(), "err", err)
+	}
+	if len(runners) == 0 || (d.cluster.c == nil && len(runners) == 1) {
+		return sup
+	}
+	sup.runFn = func(ctx context.Context, sink channels.Sink) error { return d.runRunners(ctx, sink, runners) }
+	sup.health = func() (ready, standby bool) {
+		ready, standby = true, true
+		for _, r := range runners {
+			if d.cluster.c != nil && !d.cluster.isHeld(r.Lease) {
+				continue
+			}
+			standby = false
+			ready = ready && r.Ready()
 		}
-		sup.runFn = func(ctx context.Context, sink channels.Sink) error {
-			return d.cluster.leased(ctx, leaseTelegramPoll, func(ctx context.Context) error { return a.Run(ctx, sink) })
-		}
-		sup.health = func() (bool, bool) {
-			held := d.cluster.isHeld(leaseTelegramPoll)
-			return held && a.Ready(), !held
-		}
-	case *discord.Adapter:
-		if d.cluster.c != nil || cfg.Channels.Discord.Shards > 1 {
-			d.shardDiscord(sup, a, cfg)
-		}
+		return ready && !standby, standby
 	}
 	return sup
 }
 
-// shardDiscord makes sup run every gateway shard: shard 0 is the registered
-// adapter, the others are built here; with replicas each under its lease.
-func (d *Daemon) shardDiscord(sup *supervisor, shard0 *discord.Adapter, cfg *config.Config) {
-	shards := []*discord.Adapter{shard0}
-	for i := 1; i < cfg.Channels.Discord.Shards; i++ {
-		a, err := discord.New(d.discordOptions(cfg, i))
-		if err != nil { // the same options as shard 0's, which passed
-			d.log.Error("discord shard not built", "shard", i, "err", err)
-			continue
-		}
-		shards = append(shards, a)
-	}
-	sup.runFn = func(ctx context.Context, sink channels.Sink) error { return d.runShards(ctx, sink, shards) }
-	sup.health = func() (ready, standby bool) {
-		ready, standby = true, true
-		for i, a := range shards {
-			if d.cluster.c != nil && !d.cluster.isHeld(discordShardLease(i)) {
-				continue
-			}
-			standby = false
-			ready = ready && a.Ready()
-		}
-		return ready && !standby, standby
-	}
-}
-
-// runShards runs the shards until ctx ends or one of them fails, which
+// runRunners runs the runners until ctx ends or one of them fails, which
 // stops the others (the supervisor restarts them all).
-func (d *Daemon) runShards(ctx context.Context, sink channels.Sink, shards []*discord.Adapter) error {
+func (d *Daemon) runRunners(ctx context.Context, sink channels.Sink, runners []platform.Runner) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errs := make(chan error, len(shards))
+	errs := make(chan error, len(runners))
 	var wg sync.WaitGroup
-	for i, a := range shards {
+	for _, r := range runners {
 		wg.Go(func() {
 			defer cancel()
-			run := func(ctx context.Context) error { return a.Run(ctx, sink) }
+			run := func(ctx context.Context) error { return r.Run(ctx, sink) }
 			var err error
 			if d.cluster.c != nil {
-				err = d.cluster.leased(ctx, discordShardLease(i), run)
+				err = d.cluster.leased(ctx, r.Lease, run)
 			} else {
 				err = run(ctx)
 			}
 			if err != nil {
-				errs <- fmt.Errorf("shard %d: %w", i, err)
+				errs <- fmt.Errorf("%s: %w", r.Lease, err)
 			}
 		})
 	}
 	wg.Wait()
 	close(errs)
 	return <-errs
-}
-
-// shardCursors keeps the cursors of Discord shard i of n > 1 under a key
-// of its own ("discord/cursors/shard-1-of-2"): shards run on different
-// replicas and would overwrite each other's. Shard 0 keeps the plain key.
-func shardCursors(kv discord.CursorStore, shard, n int) discord.CursorStore {
-	if n <= 1 || shard == 0 {
-		return kv
-	}
-	return suffixKV{kv: kv, suffix: fmt.Sprintf("/shard-%d-of-%d", shard, n)}
-}
-
-type suffixKV struct {
-	kv     discord.CursorStore
-	suffix string
-}
-
-func (s suffixKV) KVGet(ctx context.Context, key string) ([]byte, bool, error) {
-	return s.kv.KVGet(ctx, key+s.suffix)
-}
-
-func (s suffixKV) KVPut(ctx context.Context, key string, val []byte) error {
-	return s.kv.KVPut(ctx, key+s.suffix, val)
 }
 
 // clusterFacts are the /status lines about the cluster ("" with bolt).

@@ -28,6 +28,7 @@ import (
 	"github.com/switchboard-bot/switchboard/heartbeat"
 	"github.com/switchboard-bot/switchboard/internal/config"
 	"github.com/switchboard-bot/switchboard/internal/metrics"
+	"github.com/switchboard-bot/switchboard/internal/platforms"
 	"github.com/switchboard-bot/switchboard/internal/ui"
 	"github.com/switchboard-bot/switchboard/memory"
 )
@@ -159,7 +160,7 @@ func New(ctx context.Context, o Options) (*Daemon, error) {
 		Observer:           d.hubObserver(),
 		Personas:           core.Personas,
 		Admin:              hubAdmin{d},
-		Formatting:         formattingHints,
+		Formatting:         cfg.Platforms().Hints(),
 		BotName:            cfg.Bot.Name,
 		Logger:             o.Logger,
 		Now:                o.Now,
@@ -196,20 +197,15 @@ func accessPolicy(cfg *config.Config) channels.AccessPolicy {
 		AllowBots: cfg.Access.AllowBots, Admins: cfg.Bot.Admins}
 }
 
-// formattingHints tell the model how each platform shows its Markdown.
-var formattingHints = map[string]string{
-	"telegram": "Telegram: your Markdown is converted to Telegram HTML; use bold, italic, code, code blocks, links and simple lists; no tables.",
-	"slack":    "Slack: your Markdown is converted to Slack mrkdwn; use bold, italic, code, code blocks, links and simple lists; no tables or headings.",
-	"discord":  "Discord: Discord Markdown is shown as is; keep answers under a few paragraphs; no tables.",
-	"console":  "Terminal: plain text with light Markdown.",
-	"web":      "Web console: Markdown is rendered (no raw HTML); code blocks, lists and links are fine.",
-}
-
 // config returns the configuration in force (swapped by Reload).
 func (d *Daemon) config() *config.Config { return d.cfgp.Load() }
 
-// FormattingHint is the markup note the model gets for a channel.
-func FormattingHint(channel string) string { return formattingHints[channel] }
+// FormattingHint is the markup note the model gets for a channel of the
+// built-in platforms (its descriptor's Hint).
+func FormattingHint(channel string) string {
+	p, _ := platforms.Builtin.Lookup(channel)
+	return p.Hint
+}
 
 // Handler returns the shared handler.
 func (d *Daemon) Handler() *hub.Handler { return d.handler }
@@ -322,7 +318,7 @@ func (d *Daemon) addrString() string {
 func (d *Daemon) buildChannels(ctx context.Context) ([]channels.Channel, error) {
 	cfg := d.config()
 	var out []channels.Channel
-	if cfg.Channels.Console.Enabled || d.opts.OnlyConsole {
+	if cfg.Channels.Enabled(console.Name) || d.opts.OnlyConsole {
 		co := console.Options{In: d.opts.Stdin, Out: d.opts.Stdout, Prompt: d.opts.ConsolePrompt, Screen: d.opts.ConsoleScreen}
 		if d.opts.QuitOnEOF {
 			co.OnEOF = d.Stop

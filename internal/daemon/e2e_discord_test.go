@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-bot/switchboard/channels/discord"
+	"github.com/switchboard-bot/switchboard/channels/telegram"
 	"github.com/switchboard-bot/switchboard/internal/config"
 	"github.com/switchboard-bot/switchboard/internal/testkit/fakediscord"
 	"github.com/switchboard-bot/switchboard/internal/testkit/fakellm"
@@ -25,10 +27,10 @@ const (
 
 func discordConfig(t *testing.T, llm *fakellm.Server, dc *fakediscord.Server) *config.Config {
 	cfg := baseConfig(t, llm)
-	cfg.Channels.Discord.Enabled = true
-	cfg.Channels.Discord.Token = config.NewSecret(dcToken)
-	cfg.Channels.Discord.APIURL = dc.URL()
-	cfg.Channels.Discord.GatewayURL = dc.GatewayURL()
+	discord.ConfigIn(cfg.Channels).Enabled = true
+	discord.ConfigIn(cfg.Channels).Token = config.NewSecret(dcToken)
+	discord.ConfigIn(cfg.Channels).APIURL = dc.URL()
+	discord.ConfigIn(cfg.Channels).GatewayURL = dc.GatewayURL()
 	return cfg
 }
 
@@ -264,9 +266,9 @@ func TestDiscordDisallowedIntentDoesNotStopOthers(t *testing.T) {
 	dc.RefuseMessageContent(true)
 	tg := faketelegram.New(t, faketelegram.Options{})
 	cfg := discordConfig(t, llm, dc)
-	cfg.Channels.Telegram.Enabled = true
-	cfg.Channels.Telegram.Token = config.NewSecret(tg.Token())
-	cfg.Channels.Telegram.APIURL = tg.URL()
+	telegram.ConfigIn(cfg.Channels).Enabled = true
+	telegram.ConfigIn(cfg.Channels).Token = config.NewSecret(tg.Token())
+	telegram.ConfigIn(cfg.Channels).APIURL = tg.URL()
 	d := startDaemon(t, cfg, dcToken, tg.Token())
 
 	eventually(t, "the 4014 explanation in the log", func() bool {

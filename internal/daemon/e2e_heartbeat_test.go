@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-bot/switchboard/channels/slack"
 	"github.com/switchboard-bot/switchboard/internal/config"
 	"github.com/switchboard-bot/switchboard/internal/testkit/fakediscord"
 	"github.com/switchboard-bot/switchboard/internal/testkit/fakellm"
@@ -32,9 +33,9 @@ func TestHeartbeatGreetsDirectChatsOnly(t *testing.T) {
 	dc.AddChannel(dcGuild, dcChan, "general")
 
 	cfg := telegramConfig(t, llm, tg)
-	cfg.Channels.Slack = slackConfig(t, llm, sl).Channels.Slack
-	cfg.Channels.Slack.ThreadReplies = false // channel answers (and sessions) at the channel's top level
-	cfg.Channels.Discord = discordConfig(t, llm, dc).Channels.Discord
+	cfg.Channels["slack"] = slackConfig(t, llm, sl).Channels["slack"]
+	slack.ConfigIn(cfg.Channels).ThreadReplies = false // channel answers (and sessions) at the channel's top level
+	cfg.Channels["discord"] = discordConfig(t, llm, dc).Channels["discord"]
 	cfg.Heartbeat = config.Heartbeat{Enabled: true, Schedule: "* * * * * *", IdleAfter: 0, MaxPerDay: 1440}
 	startDaemon(t, cfg, tg.Token(), sl.BotToken(), sl.AppToken(), slSecret, dcToken)
 	sl.WaitConnections(t, 1, waitLong)

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-bot/switchboard/channels/slack"
+	"github.com/switchboard-bot/switchboard/channels/telegram"
 	"github.com/switchboard-bot/switchboard/internal/config"
 	"github.com/switchboard-bot/switchboard/internal/testkit/fakellm"
 	"github.com/switchboard-bot/switchboard/internal/testkit/fakeslack"
@@ -21,11 +23,11 @@ const (
 
 func slackConfig(t *testing.T, llm *fakellm.Server, sl *fakeslack.Server) *config.Config {
 	cfg := baseConfig(t, llm)
-	cfg.Channels.Slack.Enabled = true
-	cfg.Channels.Slack.BotToken = config.NewSecret(sl.BotToken())
-	cfg.Channels.Slack.AppToken = config.NewSecret(sl.AppToken())
-	cfg.Channels.Slack.SigningSecret = config.NewSecret(slSecret)
-	cfg.Channels.Slack.APIURL = sl.APIURL()
+	slack.ConfigIn(cfg.Channels).Enabled = true
+	slack.ConfigIn(cfg.Channels).BotToken = config.NewSecret(sl.BotToken())
+	slack.ConfigIn(cfg.Channels).AppToken = config.NewSecret(sl.AppToken())
+	slack.ConfigIn(cfg.Channels).SigningSecret = config.NewSecret(slSecret)
+	slack.ConfigIn(cfg.Channels).APIURL = sl.APIURL()
 	return cfg
 }
 
@@ -176,7 +178,7 @@ func TestSlackHTTPModeVerifiesSignatures(t *testing.T) {
 	llm := fakellm.Start(t, fakellm.Echo())
 	sl := fakeslack.New(t, fakeslack.Options{})
 	cfg := slackConfig(t, llm, sl)
-	cfg.Channels.Slack.Mode = "http"
+	slack.ConfigIn(cfg.Channels).Mode = "http"
 	d := startDaemon(t, cfg, sl.BotToken(), sl.AppToken(), slSecret)
 	hook := d.url() + "/webhooks/slack/events"
 	// Until auth.test has answered the adapter refuses events with 503.
@@ -254,9 +256,9 @@ func TestSlackInvalidAuthDoesNotStopOthers(t *testing.T) {
 	sl.SetAuthError("invalid_auth", "")
 	tg := faketelegram.New(t, faketelegram.Options{})
 	cfg := slackConfig(t, llm, sl)
-	cfg.Channels.Telegram.Enabled = true
-	cfg.Channels.Telegram.Token = config.NewSecret(tg.Token())
-	cfg.Channels.Telegram.APIURL = tg.URL()
+	telegram.ConfigIn(cfg.Channels).Enabled = true
+	telegram.ConfigIn(cfg.Channels).Token = config.NewSecret(tg.Token())
+	telegram.ConfigIn(cfg.Channels).APIURL = tg.URL()
 	d := startDaemon(t, cfg, sl.BotToken(), sl.AppToken(), slSecret, tg.Token())
 
 	eventually(t, "invalid_auth in the log", func() bool { return strings.Contains(d.log.String(), "invalid_auth") })

@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf16"
 
+	"github.com/switchboard-bot/switchboard/channels/telegram"
 	"github.com/switchboard-bot/switchboard/internal/config"
 	"github.com/switchboard-bot/switchboard/internal/testkit/fakellm"
 	"github.com/switchboard-bot/switchboard/internal/testkit/faketelegram"
@@ -29,9 +30,9 @@ const (
 // telegramConfig enables the Telegram channel against tg.
 func telegramConfig(t *testing.T, llm *fakellm.Server, tg *faketelegram.Server) *config.Config {
 	cfg := baseConfig(t, llm)
-	cfg.Channels.Telegram.Enabled = true
-	cfg.Channels.Telegram.Token = config.NewSecret(tg.Token())
-	cfg.Channels.Telegram.APIURL = tg.URL()
+	telegram.ConfigIn(cfg.Channels).Enabled = true
+	telegram.ConfigIn(cfg.Channels).Token = config.NewSecret(tg.Token())
+	telegram.ConfigIn(cfg.Channels).APIURL = tg.URL()
 	return cfg
 }
 
@@ -272,13 +273,13 @@ func TestTelegramWebhookChecksSecret(t *testing.T) {
 	llm := fakellm.Start(t, fakellm.Echo())
 	tg := faketelegram.New(t, faketelegram.Options{})
 	cfg := telegramConfig(t, llm, tg)
-	cfg.Channels.Telegram.Mode = "webhook"
-	cfg.Channels.Telegram.WebhookURL = "https://bot.example.com/webhooks/telegram"
-	cfg.Channels.Telegram.WebhookSecret = config.NewSecret(secret)
+	telegram.ConfigIn(cfg.Channels).Mode = "webhook"
+	telegram.ConfigIn(cfg.Channels).WebhookURL = "https://bot.example.com/webhooks/telegram"
+	telegram.ConfigIn(cfg.Channels).WebhookSecret = config.NewSecret(secret)
 	d := startDaemon(t, cfg, tg.Token(), secret)
 
 	url, got := tg.WaitWebhook(t, waitLong)
-	if url != cfg.Channels.Telegram.WebhookURL || got != secret {
+	if url != telegram.ConfigIn(cfg.Channels).WebhookURL || got != secret {
 		t.Fatalf("setWebhook(%q, secret ok=%v)", url, got == secret)
 	}
 	ctx := context.Background()

@@ -19,6 +19,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-bot/switchboard/channels/console"
+	"github.com/switchboard-bot/switchboard/channels/discord"
+	"github.com/switchboard-bot/switchboard/channels/slack"
+	"github.com/switchboard-bot/switchboard/channels/telegram"
 	"github.com/switchboard-bot/switchboard/internal/config"
 	"github.com/switchboard-bot/switchboard/internal/daemon"
 	"github.com/switchboard-bot/switchboard/internal/testkit/fakediscord"
@@ -61,16 +65,16 @@ func baseConfig(t *testing.T, llm *fakellm.Server) *config.Config {
 	cfg.Bot.Timezone = "UTC"
 	cfg.Personas.Dir = t.TempDir()
 	cfg.Server.Listen = "127.0.0.1:0"
-	cfg.Channels.Console.Enabled = false
+	console.ConfigIn(cfg.Channels).Enabled = false
 	cfg.Access.Mode = "open"
 	cfg.LLM.BaseURL = llm.URL
 	cfg.LLM.APIKey = config.NewSecret(llmKey)
 	cfg.LLM.Timeout = 10 * time.Second
 	cfg.LLM.MaxRetries = 0
 	cfg.Agent.Tools = []string{"current_time"}
-	cfg.Channels.Telegram.EditInterval = 10 * time.Millisecond
-	cfg.Channels.Discord.EditInterval = 10 * time.Millisecond
-	cfg.Channels.Slack.EditInterval = 10 * time.Millisecond
+	telegram.ConfigIn(cfg.Channels).EditInterval = 10 * time.Millisecond
+	discord.ConfigIn(cfg.Channels).EditInterval = 10 * time.Millisecond
+	slack.ConfigIn(cfg.Channels).EditInterval = 10 * time.Millisecond
 	return cfg
 }
 

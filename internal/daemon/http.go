@@ -37,8 +37,11 @@ func (d *Daemon) startHTTP() error {
 	mux.Handle("GET /metrics", d.metrics.Handler())
 	// Webhook routes look the channel up per request, so a channel restarted
 	// by a config reload (or switched to webhook mode) is served at once.
-	mux.Handle("POST /webhooks/telegram", d.webhook("telegram"))
-	mux.Handle("POST /webhooks/slack/events", d.webhook("slack"))
+	for _, p := range d.config().Platforms().All() {
+		for _, r := range p.Routes {
+			mux.Handle(r.Method+" "+r.Path, d.webhook(p.Name))
+		}
+	}
 	mux.Handle("GET /admin/status", d.admin(http.HandlerFunc(d.serveStatus)))
 	mux.Handle("GET /admin/pairing", d.admin(http.HandlerFunc(d.servePairingList)))
 	mux.Handle("POST /admin/pairing/approve", d.admin(http.HandlerFunc(d.servePairingApprove)))

@@ -20,7 +20,7 @@ func TestTelegramRateFromConfigPacesSends(t *testing.T) {
 		rate  config.Rate
 		slots int // send slots one chat gets at once (-1: unlimited)
 	}{
-		{"default (Telegram's limits)", config.Default().Channels.Telegram.Rate, 1},
+		{"default (Telegram's limits)", telegram.ConfigIn(config.Default().Channels).Rate, 1},
 		{"slower with a burst", config.Rate{PerChat: 0.001, PerChatBurst: 3, Global: 30, GlobalBurst: 30}, 3},
 		{"global limit binds", config.Rate{PerChat: 0, PerChatBurst: 1, Global: 0.001, GlobalBurst: 2}, 2},
 		{"no limit", config.Rate{PerChat: 0, PerChatBurst: 1, Global: 0, GlobalBurst: 1}, -1},
@@ -28,10 +28,10 @@ func TestTelegramRateFromConfigPacesSends(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := config.Default()
-			cfg.Channels.Telegram.Enabled = true
-			cfg.Channels.Telegram.Token = config.NewSecret("123:test-token")
-			cfg.Channels.Telegram.Rate = tc.rate
-			ch, err := (&Daemon{}).buildPlatform(cfg, "telegram")
+			telegram.ConfigIn(cfg.Channels).Enabled = true
+			telegram.ConfigIn(cfg.Channels).Token = config.NewSecret("123:test-token")
+			telegram.ConfigIn(cfg.Channels).Rate = tc.rate
+			ch, err := (&Daemon{}).buildPlatform(context.Background(), cfg, "telegram")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -119,7 +119,7 @@ func (d *Daemon) apply(ctx context.Context, old, next *config.Config) (ReloadRes
 		res.Changed = append(res.Changed, "log.level")
 	}
 	var errs []error
-	for _, name := range platformNames {
+	for _, name := range platformNames(next) {
 		if !changed(platformSettings(old, name), platformSettings(next, name)) {
 			continue
 		}
@@ -158,11 +158,10 @@ func restartNeeded(old, next *config.Config) []string {
 	if old.Server.UI != next.Server.UI {
 		keys = append(keys, "server.ui")
 	}
-	if old.Channels.Web.Enabled != next.Channels.Web.Enabled {
-		keys = append(keys, "channels.web.enabled")
-	}
-	if old.Channels.Console.Enabled != next.Channels.Console.Enabled {
-		keys = append(keys, "channels.console.enabled")
+	for _, p := range next.Platforms().All() {
+		if p.New == nil && old.Channels.Enabled(p.Name) != next.Channels.Enabled(p.Name) {
+			keys = append(keys, "channels."+p.Name+".enabled") // built with the terminal or the console
+		}
 	}
 	if old.Log.Format != next.Log.Format {
 		keys = append(keys, "log.format")
@@ -252,7 +251,7 @@ func (d *Daemon) restartChannel(cfg *config.Config, name string) error {
 		d.log.Info("channel stopped by config", "channel", name)
 		return nil
 	}
-	ch, err := d.buildPlatform(cfg, name)
+	ch, err := d.buildPlatform(context.Background(), cfg, name)
 	if err != nil {
 		return err
 	}

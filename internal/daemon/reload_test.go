@@ -13,6 +13,7 @@ import (
 
 	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/channels/console"
+	"github.com/switchboard-bot/switchboard/channels/web"
 	"github.com/switchboard-bot/switchboard/internal/config"
 	"github.com/switchboard-bot/switchboard/internal/testkit/fakellm"
 	"github.com/switchboard-bot/switchboard/internal/testkit/fakeslack"
@@ -336,8 +337,8 @@ func TestRestartNeededNamesStartOnlyKeys(t *testing.T) {
 		{"bot.name", func(c *config.Config) { c.Bot.Name = "Other" }},
 		{"personas.dir", func(c *config.Config) { c.Personas.Dir = "/elsewhere" }},
 		{"server.ui", func(c *config.Config) { c.Server.UI = !c.Server.UI }},
-		{"channels.web.enabled", func(c *config.Config) { c.Channels.Web.Enabled = !c.Channels.Web.Enabled }},
-		{"channels.console.enabled", func(c *config.Config) { c.Channels.Console.Enabled = !c.Channels.Console.Enabled }},
+		{"channels.web.enabled", func(c *config.Config) { web.ConfigIn(c.Channels).Enabled = !web.ConfigIn(c.Channels).Enabled }},
+		{"channels.console.enabled", func(c *config.Config) { console.ConfigIn(c.Channels).Enabled = !console.ConfigIn(c.Channels).Enabled }},
 		{"log.format", func(c *config.Config) { c.Log.Format = "json" }},
 	}
 	for _, tt := range tests {

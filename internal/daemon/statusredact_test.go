@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/switchboard-bot/switchboard/channels/console"
 	"github.com/switchboard-bot/switchboard/internal/config"
 )
 
@@ -18,7 +19,7 @@ func TestStatusLastErrorRedactsURLs(t *testing.T) {
 	const secret = "SECRET-chan-9931"
 	cfg := config.Default()
 	cfg.Bot.DataDir, cfg.Personas.Dir = t.TempDir(), t.TempDir()
-	cfg.Channels.Console.Enabled = false
+	console.ConfigIn(cfg.Channels).Enabled = false
 	cfg.Server.Listen = ""
 	d, err := New(context.Background(), Options{Config: cfg})
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 // it is on (server.ui with a listen address the console agrees to serve:
 // ui.CheckServe). A reload does not add or remove it; a restart does.
 func webWanted(cfg *config.Config) bool {
-	return cfg.Channels.Web.Enabled && cfg.Server.UI && cfg.Server.Listen != "" && ui.CheckServe(cfg) == nil
+	return cfg.Channels.Enabled(web.Name) && cfg.Server.UI && cfg.Server.Listen != "" && ui.CheckServe(cfg) == nil
 }
 
 // buildWeb constructs the web channel when it is wanted (nil otherwise) and

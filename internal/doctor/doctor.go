@@ -54,6 +54,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/switchboard-bot/switchboard/channels/console"
+	"github.com/switchboard-bot/switchboard/channels/discord"
+	"github.com/switchboard-bot/switchboard/channels/platform"
+	"github.com/switchboard-bot/switchboard/channels/slack"
+	"github.com/switchboard-bot/switchboard/channels/telegram"
 	"github.com/switchboard-bot/switchboard/internal/config"
 )
 
@@ -214,21 +219,18 @@ func Check(ctx context.Context, opts Options) []Result {
 
 	// Network checks run concurrently; each owns its goroutine until it
 	// returns, and Check waits for all of them.
-	type netCheck struct {
-		name string
-		run  func(context.Context) Result
-	}
 	checks := []netCheck{{CheckModel, d.checkModel}}
 	ch := cfg.Channels
-	if ch.Telegram.Enabled {
+	if ch.Enabled(telegram.Name) {
 		checks = append(checks, netCheck{CheckTelegram, d.checkTelegram})
 	}
-	if ch.Slack.Enabled {
+	if ch.Enabled(slack.Name) {
 		checks = append(checks, netCheck{CheckSlack, d.checkSlack})
 	}
-	if ch.Discord.Enabled {
+	if ch.Enabled(discord.Name) {
 		checks = append(checks, netCheck{CheckDiscord, d.checkDiscord})
 	}
+	checks = append(checks, d.platformChecks()...) // the descriptors' own (platforms.go)
 	if len(cfg.MCP.Servers) > 0 {
 		checks = append(checks, netCheck{CheckMCP, d.checkMCP})
 	}
@@ -256,7 +258,7 @@ func Check(ctx context.Context, opts Options) []Result {
 }
 
 func consoleNote(cfg *config.Config) string {
-	if cfg.Channels.Console.Enabled {
+	if cfg.Channels.Enabled(console.Name) {
 		return "console only"
 	}
 	return "the console is disabled too: nobody can talk to the bot"
@@ -271,10 +273,13 @@ func (d *doctor) scrub(results []Result) []Result {
 		}
 	}
 	if c := d.cfg; c != nil {
-		for _, s := range []config.Secret{c.LLM.APIKey, c.Channels.Telegram.Token, c.Channels.Telegram.WebhookSecret,
-			c.Channels.Discord.Token, c.Channels.Slack.BotToken, c.Channels.Slack.AppToken,
-			c.Channels.Slack.SigningSecret, c.Server.AdminToken} {
+		for _, s := range []config.Secret{c.LLM.APIKey, c.Server.AdminToken} {
 			secrets = append(secrets, s.Value())
+		}
+		for _, sec := range c.Channels { // every platform's secrets
+			for _, s := range platform.SecretsOf(sec) {
+				secrets = append(secrets, s.Value())
+			}
 		}
 	}
 	secrets = usableSecrets(secrets)

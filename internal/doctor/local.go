@@ -13,6 +13,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/switchboard-bot/switchboard/channels/slack"
+	"github.com/switchboard-bot/switchboard/channels/telegram"
+	"github.com/switchboard-bot/switchboard/channels/web"
 	"github.com/switchboard-bot/switchboard/internal/config"
 	"github.com/switchboard-bot/switchboard/memory"
 	"github.com/switchboard-bot/switchboard/memory/bolt"
@@ -45,13 +48,9 @@ func (d *doctor) checkConfig() (Result, *config.Config) {
 		}, nil
 	}
 	var enabled []string
-	for _, c := range []struct {
-		name string
-		on   bool
-	}{{"console", cfg.Channels.Console.Enabled}, {"telegram", cfg.Channels.Telegram.Enabled},
-		{"slack", cfg.Channels.Slack.Enabled}, {"discord", cfg.Channels.Discord.Enabled}} {
-		if c.on {
-			enabled = append(enabled, c.name)
+	for _, name := range cfg.Platforms().Names() {
+		if cfg.Channels.Enabled(name) && name != web.Name { // the web chat is part of the console
+			enabled = append(enabled, name)
 		}
 	}
 	chans := "no channels enabled"
@@ -325,7 +324,7 @@ const maxTelegramSecret = 256
 
 func (d *doctor) checkWebhooks() Result {
 	f := &finding{}
-	tg, sl := d.cfg.Channels.Telegram, d.cfg.Channels.Slack
+	tg, sl := telegram.ConfigIn(d.cfg.Channels), slack.ConfigIn(d.cfg.Channels)
 	used := false
 	if tg.Enabled && tg.Mode == "webhook" {
 		used = true

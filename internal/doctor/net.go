@@ -18,6 +18,10 @@ import (
 	"github.com/sashabaranov/go-openai"
 	"github.com/slack-go/slack"
 
+	chdiscord "github.com/switchboard-bot/switchboard/channels/discord"
+	"github.com/switchboard-bot/switchboard/channels/platform"
+	chslack "github.com/switchboard-bot/switchboard/channels/slack"
+	chtelegram "github.com/switchboard-bot/switchboard/channels/telegram"
 	"github.com/switchboard-bot/switchboard/internal/config"
 )
 
@@ -127,7 +131,7 @@ func isOpenAIHost(base string) bool {
 // ---- Telegram ----
 
 func (d *doctor) checkTelegram(ctx context.Context) Result {
-	tg := d.cfg.Channels.Telegram
+	tg := platform.Get[*chtelegram.Config](d.cfg.Channels, chtelegram.Name)
 	server := strings.TrimRight(tg.APIURL, "/")
 	if server == "" {
 		server = telegramBaseURL
@@ -164,7 +168,7 @@ func (d *doctor) checkTelegram(ctx context.Context) Result {
 // ---- Slack ----
 
 func (d *doctor) checkSlack(ctx context.Context) Result {
-	sl := d.cfg.Channels.Slack
+	sl := platform.Get[*chslack.Config](d.cfg.Channels, chslack.Name)
 	api := sl.APIURL
 	if api == "" {
 		api = slackBaseURL
@@ -239,7 +243,7 @@ func (d *doctor) slackError(ctx context.Context, err error, shown, method, token
 // ---- Discord ----
 
 func (d *doctor) checkDiscord(ctx context.Context) Result {
-	dc := d.cfg.Channels.Discord
+	dc := platform.Get[*chdiscord.Config](d.cfg.Channels, chdiscord.Name)
 	const fix = "set DISCORD_BOT_TOKEN to the bot's token (Developer Portal → your app → Bot → Reset Token)"
 	tok := strings.TrimPrefix(strings.TrimSpace(dc.Token.Value()), "Bot ")
 	if tok == "" {

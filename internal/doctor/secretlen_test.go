@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"github.com/switchboard-bot/switchboard/channels/telegram"
 	"strings"
 	"testing"
 
@@ -23,7 +24,7 @@ func TestTelegramWebhookSecretRule(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := config.Default()
-			tg := &cfg.Channels.Telegram
+			tg := telegram.ConfigIn(cfg.Channels)
 			tg.Enabled, tg.Mode, tg.WebhookURL = true, "webhook", "https://bot.example.com/telegram"
 			tg.WebhookSecret = config.NewSecret(tt.secret)
 			res := (&doctor{cfg: cfg}).checkWebhooks()

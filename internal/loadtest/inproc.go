@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/console"
 	"github.com/switchboard-bot/switchboard/internal/config"
 	"github.com/switchboard-bot/switchboard/internal/daemon"
 	"github.com/switchboard-bot/switchboard/internal/testkit/fakellm"
@@ -121,7 +122,7 @@ func InprocConfig(dir, llmURL string, maxTurns int) *config.Config {
 	cfg.Agent.Tools = []string{"current_time"}
 	cfg.Agent.MaxConcurrentTurns = maxTurns
 	cfg.Access.Mode = "open"
-	cfg.Channels.Console.Enabled = false
+	console.ConfigIn(cfg.Channels).Enabled = false
 	cfg.Server.Listen = ""
 	return cfg
 }

@@ -1,8 +1,9 @@
-package config
+package platform
 
 import (
 	"fmt"
 	"log/slog"
+	"reflect"
 )
 
 const redacted = "[redacted]"
@@ -32,7 +33,7 @@ func (s Secret) String() string {
 }
 
 // GoString is used by %#v.
-func (s Secret) GoString() string { return fmt.Sprintf("config.Secret(%q)", s.String()) }
+func (s Secret) GoString() string { return fmt.Sprintf("platform.Secret(%q)", s.String()) }
 
 // Format makes every fmt verb render the redacted form.
 func (s Secret) Format(f fmt.State, verb rune) {
@@ -63,3 +64,32 @@ func (s Secret) MarshalYAML() (any, error) { return s.String(), nil }
 
 // LogValue makes slog print the redacted form.
 func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
+
+// SecretsOf returns the Secret fields of a section (nested structs too), so
+// a caller that scrubs output (doctor) knows every platform's secrets.
+func SecretsOf(s Section) []Secret {
+	var out []Secret
+	var walk func(v reflect.Value)
+	walk = func(v reflect.Value) {
+		for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
+			if v.IsNil() {
+				return
+			}
+			v = v.Elem()
+		}
+		if v.Kind() != reflect.Struct {
+			return
+		}
+		if sec, ok := v.Interface().(Secret); ok {
+			out = append(out, sec)
+			return
+		}
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				walk(v.Field(i))
+			}
+		}
+	}
+	walk(reflect.ValueOf(s))
+	return out
+}
