@@ -120,6 +120,9 @@ type Options struct {
 	MinFreeBytes uint64
 	// Logger receives debug logs (nil: discard). Never secrets.
 	Logger *slog.Logger
+	// Platforms are the chat platforms the config may enable (nil: the
+	// built-ins, internal/platforms.Builtin).
+	Platforms *platform.Registry
 }
 
 // Result is one check's outcome.

@@ -38,7 +38,12 @@ func (d *doctor) checkConfig() (Result, *config.Config) {
 		}
 		missing, data = true, nil
 	}
-	cfg, err := config.Parse(path, data, d.opts.LookupEnv)
+	var cfg *config.Config
+	if d.opts.Platforms != nil {
+		cfg, err = config.ParseWith(d.opts.Platforms, path, data, d.opts.LookupEnv)
+	} else {
+		cfg, err = config.Parse(path, data, d.opts.LookupEnv)
+	}
 	if err != nil {
 		details := errorLines(err)
 		return Result{Name: CheckConfig, Status: StatusFail,
