@@ -20,8 +20,16 @@
 //     key's default is defined in Default() alone, and the libraries take
 //     explicit values from internal/daemon, which maps a Config to their own
 //     option types (heartbeat.Config, heartbeat.JobSpec, agent.Options). This
-//     package imports no library but those leaf packages and channels (the
-//     target-address syntax: channels.CheckTarget, channels.Names).
+//     package imports no library but those leaf packages, channels (the
+//     target-address syntax: channels.CheckTarget) and the platform registry
+//     (channels/platform, internal/platforms).
+//   - channels.<name> is not a Go field per platform: Channels holds each
+//     registered platform's own section (a struct pointer from its package,
+//     telegram.ConfigIn(cfg.Channels)), built from its descriptor's defaults
+//     and decoded, validated, rendered and edited like the other sections
+//     (unknown keys with file:line, ${ENV}, env-backed defaults, secrets
+//     redacted). Parse uses the built-in platforms; ParseWith takes another
+//     registry, and Config.Platforms says which one a config was built with.
 //   - Cron specs and active_hours are validated with heartbeat/schedule, the
 //     parsers the scheduler runs, so what validates is what runs.
 //   - Decoding walks a yaml.Node tree against the Go types by hand (driven by
