@@ -24,7 +24,7 @@ func Default() *Config {
 		LLM:   defaultLLM(),
 		Agent: defaultAgent(),
 		Personas: Personas{
-			Dir:       "./personas",
+			Dir:       "./data/personas", // editable; never the embedded built-ins' source (issue 28)
 			Default:   "assistant",
 			ByTarget:  map[string]string{},
 			ByChannel: map[string]string{},

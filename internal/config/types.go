@@ -31,6 +31,9 @@ type Config struct {
 	// src records where each key came from in the file; nil for a Config
 	// built in code.
 	src *sourceMap
+	// digest identifies the bytes the configuration was parsed from
+	// (DigestOf); "" for a Config built in code.
+	digest string
 }
 
 // Bot holds identity and global settings.
