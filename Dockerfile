@@ -2,19 +2,30 @@
 # Built the same way CI builds it (CGO_ENABLED=0 go build -trimpath ./cmd/switchboard).
 #
 # Layout of the image (cmd/switchboard/docker_test.go rebuilds it without
-# Docker and runs the CLI against it):
-#   /usr/local/bin/switchboard     the binary
-#   /etc/switchboard/config.yaml   the shipped config.yaml with the container's paths
-#                                  (set below with `switchboard config set`); found
-#                                  by every command through SWITCHBOARD_CONFIG
-#   /data                          the volume, owned by the runtime user (65532):
-#     switchboard.db               sessions, jobs, pairing, audit
-#     personas/                    persona files, written on first start; edit them
-#                                  here (the built-ins assistant, reporter and buddy
-#                                  always exist; a file of the same name overrides one)
-#     admin.token                  the daemon's token for local CLI commands (0600)
+# Docker and runs the CLI against it as uid 65532):
+#   /usr/local/bin/switchboard          the binary
+#   /usr/share/switchboard/config.yaml  the image's default config: the shipped
+#                                       config.yaml with the container's paths (set
+#                                       below with `switchboard config set`);
+#                                       read-only, never used in place
+#   /data                               the volume, owned by the runtime user (65532):
+#     config.yaml                       THE config (SWITCHBOARD_CONFIG): written from
+#                                       the default on first start, never overwritten;
+#                                       edit it with `switchboard config set` or the
+#                                       console's Config page
+#     switchboard.db                    sessions, jobs, pairing, audit
+#     personas/                         persona files, written on first start; edit them
+#                                       here (the built-ins assistant, reporter and buddy
+#                                       always exist; a file of the same name overrides one)
+#     skills/                           one folder per skill holding a SKILL.md
+#     admin.token                       the daemon's token for local CLI commands (0600)
 # So `docker exec <container> switchboard pairing list` (and every other
 # command) works with no flags.
+#
+# The base images are named by tag, not yet pinned by digest: no registry
+# could be reached where this file was written. To pin them, append the
+# digest `docker buildx imagetools inspect IMAGE` prints (.ci/run prints the
+# ones it built with), e.g. FROM golang:1.26-bookworm@sha256:<digest>.
 FROM golang:1.26-bookworm AS build
 WORKDIR /src
 COPY go.mod go.sum ./
@@ -25,15 +36,21 @@ RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w -X main.version=${VERSION}"
 RUN cp config.yaml /out/config.yaml \
  && /out/switchboard -c /out/config.yaml config set bot.data_dir /data \
  && /out/switchboard -c /out/config.yaml config set personas.dir /data/personas \
+ && /out/switchboard -c /out/config.yaml config set skills.dir /data/skills \
  && /out/switchboard -c /out/config.yaml config set server.listen 0.0.0.0:8787 \
  && /out/switchboard -c /out/config.yaml config validate \
- && mkdir -p /out/data
+ && chmod 0644 /out/config.yaml \
+ && mkdir -p /out/data/personas /out/data/skills
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/switchboard /usr/local/bin/switchboard
-COPY --from=build /out/config.yaml /etc/switchboard/config.yaml
+COPY --from=build /out/config.yaml /usr/share/switchboard/config.yaml
+# /data/personas and /data/skills exist in the image so that a named volume
+# mounted there (deploy/compose.replicas.yaml) starts out as the runtime
+# user's, not root's.
 COPY --from=build --chown=65532:65532 /out/data /data
-ENV SWITCHBOARD_CONFIG=/etc/switchboard/config.yaml
+ENV SWITCHBOARD_CONFIG=/data/config.yaml
+ENV SWITCHBOARD_CONFIG_SEED=/usr/share/switchboard/config.yaml
 VOLUME ["/data"]
 WORKDIR /data
 USER 65532:65532

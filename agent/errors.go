@@ -73,6 +73,11 @@ func (e *ModelError) cause() string {
 	}
 }
 
+// NotConfiguredReply is FriendlyError's answer when no model is configured
+// (ErrModelNotConfigured): what a chat shows, and what `switchboard ask`
+// recognizes in the daemon's answer to tell the operator what to set.
+const NotConfiguredReply = "I can't answer yet: no model API key is configured. The operator needs to set OPENAI_API_KEY or point llm.base_url at a local model."
+
 // FriendlyError is a sentence suitable for the user of a chat about why a
 // turn failed. The full cause stays in err for the logs.
 func FriendlyError(err error) string {
@@ -80,7 +85,7 @@ func FriendlyError(err error) string {
 		return ""
 	}
 	if errors.Is(err, ErrModelNotConfigured) {
-		return "I can't answer yet: no model API key is configured. The operator needs to set OPENAI_API_KEY or point llm.base_url at a local model."
+		return NotConfiguredReply
 	}
 	if errors.Is(err, ErrToolProtocol) {
 		return "The model's reply could not be understood; please try again."

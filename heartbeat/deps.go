@@ -8,6 +8,7 @@ import (
 
 	"github.com/switchboard-bot/switchboard/agent"
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/outbound"
 	"github.com/switchboard-bot/switchboard/heartbeat/schedule"
 	"github.com/switchboard-bot/switchboard/memory"
 )
@@ -17,8 +18,10 @@ type Directer interface {
 	ProcessDirect(ctx context.Context, sessionKey, text string, opts agent.DirectOptions) (string, error)
 }
 
-// Deliverer sends text through the shared outbound path (*hub.Handler)
-// and returns the platform message ids of the chunks.
+// Deliverer sends text through the shared delivery path and returns the
+// platform message ids of the chunks: an outbound.Router (package
+// channels/outbound), which the daemon builds over the same Outbound as the
+// hub's chat answers — not the hub itself.
 type Deliverer interface {
 	Deliver(ctx context.Context, target channels.Target, turnID, text string) ([]string, error)
 }
@@ -217,8 +220,9 @@ func DefaultIsDirectAllowed(key string) bool {
 }
 
 // The real pieces satisfy the interfaces (internal/daemon checks that the
-// shared handler, channels/hub.Handler, is a Deliverer and a BusyChecker).
+// shared handler, channels/hub.Handler, is a BusyChecker).
 var (
-	_ Store    = memory.Store(nil)
-	_ Directer = (*agent.Agent)(nil)
+	_ Store     = memory.Store(nil)
+	_ Directer  = (*agent.Agent)(nil)
+	_ Deliverer = outbound.Router{}
 )

@@ -6,10 +6,12 @@
 // Set. Deciding which persona serves a chat (the Resolver, /persona choices)
 // and converting a Persona to the agent's type live in channels/hub.
 //
-// The shipped defaults are the *.md files in this directory, which is also
-// the default personas.dir (./personas, as DESIGN.md lays it out): running
-// from the repository root loads them directly, and the loader ignores the
-// package's .go files.
+// The shipped defaults are the *.md files in this directory, embedded in the
+// binary (defaults.go): read-only built-ins that nothing writes at run time. This
+// directory is not a personas.dir: the default one is ./data/personas (next
+// to the database, ignored by git), where the defaults are written on first
+// run and where the console saves edits, so editing a persona never changes
+// this package's files (issue 28).
 //
 // A persona file looks like this:
 //

@@ -10,6 +10,7 @@ import (
 
 	"github.com/switchboard-bot/switchboard/agent"
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/outbound"
 )
 
 // Approval in chat (issue 16). A chat turn whose tool call needs a person's
@@ -113,7 +114,7 @@ func (h *Handler) askApproval(ctx context.Context, target channels.Target, start
 
 	timeout := h.approvalTimeout()
 	h.audit(p.requester, "approval.request", key, p.detail, "")
-	d := Delivery{Target: target, ReplyTo: replyTo(starter), Markdown: approvalText(req, starter, timeout)}
+	d := outbound.Delivery{Target: target, ReplyTo: replyTo(starter), Markdown: approvalText(req, starter, timeout)}
 	ch, ok := h.Channel(target.Channel)
 	var err error
 	if !ok {

@@ -15,6 +15,7 @@ import (
 	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/channels/console"
 	"github.com/switchboard-bot/switchboard/channels/hub"
+	"github.com/switchboard-bot/switchboard/channels/outbound"
 	"github.com/switchboard-bot/switchboard/internal/testkit/fakellm"
 	"github.com/switchboard-bot/switchboard/memory"
 	"github.com/switchboard-bot/switchboard/memory/bolt"
@@ -85,7 +86,7 @@ func newApprovalRig(t *testing.T, llm *fakellm.Server, access channels.AccessPol
 	r.agent = ag
 	r.ch = console.NewMemory("memory", 4000, 5*time.Millisecond)
 	r.h = hub.NewHandler(hub.HandlerOptions{Store: st, Agent: ag, Access: access, ApprovalTimeout: timeout,
-		Outbound: hub.NewOutbound(st, hub.OutboundOptions{BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond})})
+		Outbound: outbound.New(st, outbound.Options{BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond})})
 	r.h.Register(r.ch)
 	r.ch.Attach(r.h)
 	t.Cleanup(r.stop)

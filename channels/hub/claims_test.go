@@ -13,6 +13,7 @@ import (
 	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/channels/console"
 	"github.com/switchboard-bot/switchboard/channels/hub"
+	"github.com/switchboard-bot/switchboard/channels/outbound"
 	"github.com/switchboard-bot/switchboard/internal/testkit/fakellm"
 	"github.com/switchboard-bot/switchboard/memory"
 	"github.com/switchboard-bot/switchboard/memory/bolt"
@@ -123,7 +124,7 @@ func newClusterWith(t *testing.T, llm *fakellm.Server, tool agent.Tool, names ..
 		}
 		h := hub.NewHandler(hub.HandlerOptions{Store: st, Agent: ag, Access: openAccess(),
 			Claims:   replicaClaims{f: c.claims, name: name},
-			Outbound: hub.NewOutbound(st, hub.OutboundOptions{BaseDelay: time.Millisecond})})
+			Outbound: outbound.New(st, outbound.Options{BaseDelay: time.Millisecond})})
 		h.Register(plainChannel{c.plat})
 		c.rep[name] = h
 		c.claims.replicas[name] = h

@@ -6,6 +6,7 @@ import (
 
 	"github.com/switchboard-bot/switchboard/agent"
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/outbound"
 	"github.com/switchboard-bot/switchboard/memory"
 )
 
@@ -14,7 +15,8 @@ import (
 // what it decided about the turn — the audit records of its tool calls and the
 // send intent of the answer's first chunk. Delivery then starts with a
 // platform call, and its receipt goes with the inbox items it finishes
-// (deliveryrun.go): Accept, commit, receipt — three writes a message.
+// (channels/outbound, deliveryrun.go): Accept, commit, receipt — three
+// writes a message.
 //
 // The first intent is committed only when nothing of the turn is on the
 // platform yet (no streamed draft, no record of an earlier run): otherwise the
@@ -27,17 +29,17 @@ type turnCommit struct {
 	ch      channels.Channel
 	batch   []item
 	turnID  string
-	st      *streamer
+	st      *outbound.Streamer
 	wait    context.Context // the turn's context, for the pacer
 	release func()          // gives the turn's slot back (idempotent)
 
 	// Set by hook.
-	used     bool              // the agent committed through the hook
-	pending  bool              // the commit failed; commit holds it for recommit
-	commit   memory.TurnCommit // the commit last tried
-	prepared *Prepared         // the delivery's committed first intent
-	answer   string            // the text prepared for delivery
-	skipped  bool              // AlreadySent: the commit finished the items
+	used     bool               // the agent committed through the hook
+	pending  bool               // the commit failed; commit holds it for recommit
+	commit   memory.TurnCommit  // the commit last tried
+	prepared *outbound.Prepared // the delivery's committed first intent
+	answer   string             // the text prepared for delivery
+	skipped  bool               // AlreadySent: the commit finished the items
 }
 
 // hook is agent.Request.Commit.
@@ -64,7 +66,7 @@ func (tc *turnCommit) hook(ctx context.Context, turn memory.Turn, trace []agent.
 	}
 	if len(chunks) > 0 {
 		tc.commit.Intents = []memory.OutboxRecord{{Target: key, TurnID: tc.turnID,
-			Chunk: 0, Text: chunks[0].Text, Status: OutboxPending}}
+			Chunk: 0, Text: chunks[0].Text, Status: memory.OutboxPending}}
 	}
 	if tc.release != nil {
 		tc.release()
@@ -79,8 +81,9 @@ func (tc *turnCommit) hook(ctx context.Context, turn memory.Turn, trace []agent.
 	return nil
 }
 
-// reset forgets what an earlier run of the turn committed; st is this run's streamer.
-func (tc *turnCommit) reset(st *streamer) {
+// reset forgets what an earlier run of the turn committed; st is this run's
+// streamer.
+func (tc *turnCommit) reset(st *outbound.Streamer) {
 	*tc = turnCommit{h: tc.h, lc: tc.lc, ch: tc.ch, batch: tc.batch, turnID: tc.turnID, wait: tc.wait, st: st, release: tc.release}
 }
 
@@ -88,7 +91,7 @@ func (tc *turnCommit) reset(st *streamer) {
 func (tc *turnCommit) settle(intents []uint64, chunks []channels.Chunk, paced bool) {
 	tc.pending = false
 	if len(intents) > 0 && len(chunks) > 0 {
-		tc.prepared = &Prepared{Chunks: chunks, Intent: intents[0], Paced: paced}
+		tc.prepared = &outbound.Prepared{Chunks: chunks, Intent: intents[0], Paced: paced}
 	}
 }
 
@@ -98,15 +101,14 @@ func (tc *turnCommit) quiet() bool {
 	if tc.st == nil {
 		return true
 	}
-	tc.st.Stop()
-	return tc.st.quiet()
+	return tc.st.Quiet()
 }
 
 // firstChunk formats the answer and takes chunk 0's send slot; no chunks when
 // the wait was canceled (the delivery then records its own intents).
 func (tc *turnCommit) firstChunk(target channels.Target) ([]channels.Chunk, bool) {
 	h := tc.h
-	chunks, truncated := capFormat(tc.ch, tc.answer, h.out.MaxChunks())
+	chunks, truncated := h.out.Format(tc.ch, tc.answer)
 	if len(chunks) == 0 {
 		return nil, false
 	}
@@ -135,7 +137,7 @@ func (tc *turnCommit) recommit(ctx context.Context, key string) error {
 	var chunks []channels.Chunk
 	if len(tc.commit.Intents) > 0 {
 		// The slot taken before the first try is stale now: wait again.
-		chunks, _ = capFormat(tc.ch, tc.answer, tc.h.out.MaxChunks())
+		chunks, _ = tc.h.out.Format(tc.ch, tc.answer)
 	}
 	tc.settle(intents, chunks, false)
 	return nil

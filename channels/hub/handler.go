@@ -11,23 +11,27 @@
 //     reach the daemon through the Admin interface;
 //   - approval in chat (approval.go): a tool call that needs approval waits
 //     for /approve or /deny, which are answered beside the session's queue;
-//   - the turn (turn.go): the agent run with typing and streaming
-//     (stream.go), commit retries while the store cannot write (storage.go),
-//     input caps (inputcap.go), operator cancellation (interrupt.go);
-//   - delivery (outbound.go, drafts.go, receipts.go, answercap.go): format,
-//     split and cap the answer, record intents and receipts in the outbox,
-//     retry by error class, edit streamed drafts into the final text;
+//   - the turn (turn.go): the agent run with typing and streaming, commit
+//     retries while the store cannot write (storage.go), the commit of the
+//     answer's first send intent with the turn (commit.go), input caps
+//     (inputcap.go), operator cancellation (interrupt.go);
 //   - persona resolution (personas.go): which persona serves a chat, per-chat
 //     choices, and the conversion of persona data to the agent's type.
 //
+// Delivery — formatting, the cap, retries, the outbox's intents and
+// receipts, streamed drafts — is package channels/outbound; the hub hands it
+// each answer (with the inbox items it finishes) and its streaming deltas,
+// and keeps what a chat answer adds: a chat that moved takes its session
+// along, a delivery the store cannot record is retried.
+//
 // hub sits between the adapters (which import only channels) and
-// internal/daemon, which wires it; it uses agent and memory.
+// internal/daemon, which wires it; it uses agent, memory and
+// channels/outbound.
 package hub
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -35,13 +39,14 @@ import (
 
 	"github.com/switchboard-bot/switchboard/agent"
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/outbound"
 	"github.com/switchboard-bot/switchboard/memory"
 )
 
 // Store is what the handler needs from the durable store.
 type Store interface {
 	KV
-	Outbox
+	outbound.Outbox
 	Accept(ctx context.Context, item memory.InboxItem) (id uint64, duplicate bool, err error)
 	InboxPending(ctx context.Context) ([]memory.InboxItem, error)
 	InboxDone(ctx context.Context, ids ...uint64) error
@@ -84,10 +89,8 @@ type nopObserver struct{}
 
 // Compile-time checks of what the hub's types implement.
 var (
-	_ channels.Sink    = (*Handler)(nil)
-	_ Observer         = nopObserver{}
-	_ DeliveryObserver = nopObserver{}
-	_ Outbox           = (*receiptOutbox)(nil)
+	_ channels.Sink = (*Handler)(nil)
+	_ Observer      = nopObserver{}
 	// Every store implementation (memory.Store) serves the hub.
 	_ Store         = memory.Store(nil)
 	_ TurnCommitter = memory.Store(nil)
@@ -98,8 +101,6 @@ var (
 func (nopObserver) MessageIn(string)                                    {}
 func (nopObserver) MessageDropped(string, string)                       {}
 func (nopObserver) TurnDone(string, agent.Result, error, time.Duration) {}
-func (nopObserver) ChunkSent(string)                                    {}
-func (nopObserver) Delivery(string)                                     {}
 
 // Admin is what the admin commands and the delivery check need from the
 // daemon around the hub; the daemon implements it. It is optional: without
@@ -130,6 +131,18 @@ var ErrClosed = errors.New("handler is shutting down")
 // the message is not persisted and not acknowledged, so the platform redelivers.
 var ErrBusy = errors.New("session queue is full")
 
+// What delivery may leave in a chat besides the answer (package
+// channels/outbound), named here too for callers that know the hub (the chaos
+// tests check chats for them).
+const (
+	SupersededDraft = outbound.SupersededDraft
+	TruncatedNote   = outbound.TruncatedNote
+)
+
+// SleepContext waits d or until ctx is done (outbound.SleepContext; the
+// daemon's supervisor uses it too).
+func SleepContext(ctx context.Context, d time.Duration) error { return outbound.SleepContext(ctx, d) }
+
 // HandlerOptions configures a Handler.
 type HandlerOptions struct {
 	Store  Store
@@ -139,7 +152,9 @@ type HandlerOptions struct {
 	MaxConcurrentTurns int
 	// MaxQueue caps messages waiting per session (default 1000).
 	MaxQueue int
-	Outbound *Outbound
+	// Outbound delivers the answers (default: one over Store with default
+	// options).
+	Outbound *outbound.Outbound
 	Personas Personas // optional
 	// Admin serves the admin commands (/status facts, /reload, /jobs,
 	// /heartbeat) and tells which answers send_message already delivered
@@ -185,7 +200,7 @@ type HandlerStats struct {
 type Handler struct {
 	store    Store
 	agent    Agent
-	out      *Outbound
+	out      *outbound.Outbound
 	personas Personas
 	admin    Admin
 	format   map[string]string
@@ -240,7 +255,7 @@ func NewHandler(o HandlerOptions) *Handler {
 		o.MaxQueue = 1000
 	}
 	if o.Outbound == nil {
-		o.Outbound = NewOutbound(o.Store, OutboundOptions{Logger: o.Logger})
+		o.Outbound = outbound.New(o.Store, outbound.Options{Logger: o.Logger})
 	}
 	if o.BotName == "" {
 		o.BotName = "Switchboard"
@@ -304,7 +319,7 @@ func (h *Handler) Access() channels.AccessPolicy { return *h.access.Load() }
 func (h *Handler) Pairing() *Pairing { return h.pairing }
 
 // Outbound returns the delivery path.
-func (h *Handler) Outbound() *Outbound { return h.out }
+func (h *Handler) Outbound() *outbound.Outbound { return h.out }
 
 // Stats returns counters and queue depth.
 func (h *Handler) Stats() HandlerStats {
@@ -328,14 +343,12 @@ func (h *Handler) Busy(key string) bool {
 	return ok
 }
 
-// Deliver sends text to target through the shared outbound path (heartbeat,
-// jobs, send_message). turnID keys the outbox record ("" = not recorded).
+// Deliver sends text to target through the outbound path, outside a turn
+// (the hub's notices: a paired user told, an approval decided). turnID keys
+// the outbox records ("" = not recorded). The heartbeat and jobs deliver
+// through an outbound.Router of their own, not through the hub.
 func (h *Handler) Deliver(ctx context.Context, target channels.Target, turnID, text string) ([]string, error) {
-	ch, ok := h.Channel(target.Channel)
-	if !ok {
-		return nil, fmt.Errorf("deliver to %s: channel %q is not running", target, target.Channel)
-	}
-	return h.out.Deliver(ctx, ch, Delivery{Target: target, TurnID: turnID, Markdown: text})
+	return outbound.Router{Out: h.out, Channels: h.Channel}.Deliver(ctx, target, turnID, text)
 }
 
 func (h *Handler) closing() bool {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/memory"
 )
 
 // KV is the small key-value part of the store that pairing uses.
@@ -294,7 +295,7 @@ func (h *Handler) pair(s *session, it item) {
 		}
 		h.done([]item{it}) // told recently, or too many refusals sent: stay quiet
 		return
-	case IsStorageError(err):
+	case memory.IsStorageError(err):
 		return // shutting down: the item stays for the next start
 	case err != nil:
 		h.log.Error("pairing request", "err", err)

@@ -2,11 +2,9 @@ package hub
 
 import (
 	"context"
-	"errors"
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/switchboard-bot/switchboard/agent"
@@ -16,8 +14,9 @@ import (
 // Storage failures (issue 13).
 //
 // A write to the durable store can fail for a while (the disk is full, a
-// quota is hit, the file system went read-only or reports I/O errors). Such a
-// failure is not the message's fault and not the model's: the handler then
+// quota is hit, the file system went read-only or reports I/O errors:
+// memory.IsStorageError). Such a failure is not the message's fault and not
+// the model's: the handler then
 // keeps the inbox item pending and retries the step that failed (the turn,
 // the delivery of its answer or error notice, the clearing of the item) in the
 // session's worker, with a doubling delay capped at StorageRetryMax. Other
@@ -36,25 +35,6 @@ const (
 	DefaultStorageRetryBase = 500 * time.Millisecond
 	DefaultStorageRetryMax  = 30 * time.Second
 )
-
-// storageErrnos are the file system errors that mean "the store cannot write
-// now; try again later".
-var storageErrnos = []error{syscall.ENOSPC, syscall.EDQUOT, syscall.EROFS, syscall.EIO, syscall.EFBIG}
-
-// IsStorageError reports whether err is a failure of the durable store to
-// write (disk full, quota, read-only or failing file system), as opposed to a
-// model, platform or validation error.
-func IsStorageError(err error) bool {
-	if err == nil {
-		return false
-	}
-	for _, e := range storageErrnos {
-		if errors.Is(err, e) {
-			return true
-		}
-	}
-	return false
-}
 
 // StorageObserver is implemented by an Observer that also tracks the store's
 // health (the daemon's metrics). It is optional.
@@ -150,7 +130,7 @@ func (h *Handler) noteWrite(op string, err error) {
 	switch {
 	case err == nil:
 		h.storageOK(op)
-	case IsStorageError(err):
+	case memory.IsStorageError(err):
 		h.storageFailed(op, err)
 	}
 }
@@ -167,7 +147,7 @@ func (h *Handler) ProbeStorage(ctx context.Context) {
 	switch {
 	case err == nil:
 		h.storageOK(opProbe, opAccept)
-	case IsStorageError(err):
+	case memory.IsStorageError(err):
 		h.storageFailed(opProbe, err)
 	}
 }
@@ -194,7 +174,7 @@ func (h *Handler) storageRetry(ctx context.Context, op string, fn func(context.C
 	for {
 		err := fn(ctx)
 		h.noteWrite(op, err)
-		if !IsStorageError(err) {
+		if !memory.IsStorageError(err) {
 			return err
 		}
 		if !h.retryWait(ctx, delay) {
@@ -233,7 +213,7 @@ func (h *Handler) awaitStorage(ctx context.Context, delay *time.Duration) bool {
 		}
 		*delay = min(*delay*2, h.retryMax)
 		err := h.store.KVPut(ctx, kvStorageProbe, []byte(h.now().UTC().Format(time.RFC3339Nano)))
-		if !IsStorageError(err) {
+		if !memory.IsStorageError(err) {
 			h.storageOK(opProbe)
 			return ctx.Err() == nil
 		}
@@ -284,7 +264,7 @@ func (h *Handler) retryCommit(ctx context.Context, commit func(context.Context) 
 			h.storageOK(opCommit)
 			return true
 		}
-		if !IsStorageError(err) {
+		if !memory.IsStorageError(err) {
 			h.log.Error("commit a turn after a storage failure", "turn", turnID, "err", err)
 			return false
 		}

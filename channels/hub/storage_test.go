@@ -18,6 +18,7 @@ import (
 	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/channels/console"
 	"github.com/switchboard-bot/switchboard/channels/hub"
+	"github.com/switchboard-bot/switchboard/channels/outbound"
 	"github.com/switchboard-bot/switchboard/internal/testkit/fakellm"
 	"github.com/switchboard-bot/switchboard/memory"
 	"github.com/switchboard-bot/switchboard/memory/bolt"
@@ -33,7 +34,6 @@ import (
 type fullDisk struct {
 	*bolt.Store
 	full       atomic.Bool
-	receipts   atomic.Bool // only receipts (OutboxResult) fail
 	clearFails bool
 	failed     atomic.Int64
 }
@@ -61,9 +61,6 @@ func (f *fullDisk) OutboxIntent(ctx context.Context, r memory.OutboxRecord) (uin
 }
 
 func (f *fullDisk) OutboxResult(ctx context.Context, id uint64, status, pid, errText string) error {
-	if f.receipts.Load() {
-		return fmt.Errorf("memory: outbox result %d: %w", id, &fs.PathError{Op: "write", Path: "/data/switchboard.db", Err: syscall.ENOSPC})
-	}
 	if err := f.fail(); err != nil {
 		return err
 	}
@@ -81,9 +78,6 @@ func (f *fullDisk) CommitTurn(ctx context.Context, key string, c memory.TurnComm
 // RecordDelivery fails like the writes it combines: receipts, intents and,
 // when clearFails, the clearing of inbox items.
 func (f *fullDisk) RecordDelivery(ctx context.Context, d memory.DeliveryRecord) ([]uint64, error) {
-	if f.receipts.Load() && len(d.Receipts) > 0 {
-		return nil, fmt.Errorf("memory: record delivery: %w", &fs.PathError{Op: "write", Path: "/data/switchboard.db", Err: syscall.ENOSPC})
-	}
 	if len(d.Receipts) > 0 || len(d.Intents) > 0 || f.clearFails {
 		if err := f.fail(); err != nil {
 			return nil, err
@@ -184,7 +178,7 @@ func newDiskRig(t *testing.T, llm *fakellm.Server, dir string, clearFails bool, 
 	}
 	d.h = hub.NewHandler(hub.HandlerOptions{
 		Store: hs, Agent: ag, Access: openAccess(), Observer: d.obs,
-		Outbound:         hub.NewOutbound(d.disk, hub.OutboundOptions{BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}),
+		Outbound:         outbound.New(d.disk, outbound.Options{BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}),
 		Logger:           slog.New(slog.NewTextHandler(d.logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
 		StorageRetryBase: time.Millisecond, StorageRetryMax: 5 * time.Millisecond,
 	})
@@ -408,38 +402,5 @@ func TestFullDiskStopEndsTheRetry(t *testing.T) {
 	}
 	if n := llm.RequestCount(); n != 1 {
 		t.Fatalf("model called %d times, want 1 (the stopped turn is not run again)", n)
-	}
-}
-
-// A chunk that reached the platform but whose receipt the full disk refused
-// is not sent a second time by the next delivery of the same turn (the final
-// answer after a streamed draft, or a retry); its receipt is stored once the
-// disk has space.
-func TestUnrecordedReceiptIsNotResent(t *testing.T) {
-	st, err := bolt.Open(filepath.Join(t.TempDir(), "switchboard.db"), memory.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	disk := &fullDisk{Store: st}
-	out := hub.NewOutbound(disk, hub.OutboundOptions{BaseDelay: time.Millisecond})
-	ch := console.NewMemory("memory", 4000, time.Millisecond)
-	d := hub.Delivery{Target: channels.Target{Channel: "memory", ChatID: "c1"}, TurnID: "in-7", Markdown: "the answer"}
-	ctx := context.Background()
-
-	disk.receipts.Store(true)
-	if _, err := out.Deliver(ctx, ch, d); err != nil {
-		t.Fatalf("deliver: %v", err)
-	}
-	disk.receipts.Store(false)
-	if _, err := out.Deliver(ctx, ch, d); err != nil {
-		t.Fatalf("deliver again: %v", err)
-	}
-	if got := ch.Sent("memory:c1"); len(got) != 1 {
-		t.Fatalf("sent %q; want the answer once", texts(got))
-	}
-	recs, err := st.OutboxForTurn(ctx, "in-7")
-	if err != nil || len(recs) != 1 || recs[0].Status != memory.OutboxDelivered {
-		t.Fatalf("outbox = %+v, %v; want one delivered record", recs, err)
 	}
 }

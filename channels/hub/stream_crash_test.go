@@ -13,6 +13,7 @@ import (
 	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/channels/console"
 	"github.com/switchboard-bot/switchboard/channels/hub"
+	"github.com/switchboard-bot/switchboard/channels/outbound"
 	"github.com/switchboard-bot/switchboard/internal/testkit/fakellm"
 	"github.com/switchboard-bot/switchboard/memory"
 	"github.com/switchboard-bot/switchboard/memory/bolt"
@@ -59,7 +60,7 @@ func (c *crashRig) start() {
 	c.store = st
 	c.h = hub.NewHandler(hub.HandlerOptions{
 		Store: st, Agent: ag, Access: openAccess(),
-		Outbound: hub.NewOutbound(st, hub.OutboundOptions{BaseDelay: time.Millisecond,
+		Outbound: outbound.New(st, outbound.Options{BaseDelay: time.Millisecond,
 			MaxDelay: 5 * time.Millisecond, MaxChunks: c.maxChunks}),
 	})
 	c.h.Register(c.ch)
@@ -115,7 +116,7 @@ func TestRerunAfterCrashEditsTheDraft(t *testing.T) {
 	}{
 		{"same answer, one chunk", 4000, long, []string{long}},
 		{"shorter answer than the drafts", 300, "SHORT answer after the restart, it fits in one message.",
-			[]string{"SHORT answer after the restart, it fits in one message.", hub.SupersededDraft}},
+			[]string{"SHORT answer after the restart, it fits in one message.", outbound.SupersededDraft}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -203,21 +204,21 @@ func TestHugeAnswerIsCapped(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.ch.WaitFor(t, target, wait, "the truncated answer", func(s []console.Sent) bool {
-		return len(s) > maxChunks || len(s) > 0 && strings.HasSuffix(s[len(s)-1].Text, hub.TruncatedNote)
+		return len(s) > maxChunks || len(s) > 0 && strings.HasSuffix(s[len(s)-1].Text, outbound.TruncatedNote)
 	})
 	c.quiesce()
 	got := c.ch.Sent(target)
 	if len(got) > maxChunks {
 		t.Fatalf("a 2 MB answer took %d messages, want at most %d", len(got), maxChunks)
 	}
-	if last := got[len(got)-1].Text; !strings.HasSuffix(last, "\n\n"+hub.TruncatedNote) {
+	if last := got[len(got)-1].Text; !strings.HasSuffix(last, "\n\n"+outbound.TruncatedNote) {
 		t.Errorf("the last message does not end with the truncation note: %q", short([]string{last}))
 	}
 	if !strings.HasPrefix(got[0].Text, "HUGE word0 word1") {
 		t.Errorf("the answer does not start the first message: %q", short([]string{got[0].Text}))
 	}
 	for i, m := range got[:len(got)-1] {
-		if strings.Contains(m.Text, hub.TruncatedNote) {
+		if strings.Contains(m.Text, outbound.TruncatedNote) {
 			t.Errorf("message %d carries the truncation note; only the last may", i)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/channels/console"
 	"github.com/switchboard-bot/switchboard/channels/hub"
+	"github.com/switchboard-bot/switchboard/channels/outbound"
 	"github.com/switchboard-bot/switchboard/internal/testkit/fakellm"
 	"github.com/switchboard-bot/switchboard/memory"
 	"github.com/switchboard-bot/switchboard/memory/bolt"
@@ -133,7 +134,7 @@ func TestEachMessageCostsThreeWrites(t *testing.T) {
 				ch = mem
 			}
 			h := hub.NewHandler(hub.HandlerOptions{Store: w, Agent: ag, Access: openAccess(),
-				Outbound: hub.NewOutbound(w, hub.OutboundOptions{BaseDelay: time.Millisecond})})
+				Outbound: outbound.New(w, outbound.Options{BaseDelay: time.Millisecond})})
 			h.Register(ch)
 			mem.Attach(h)
 			defer func() {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/switchboard-bot/switchboard/agent"
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/outbound"
 	"github.com/switchboard-bot/switchboard/memory"
 )
 
@@ -58,7 +59,13 @@ func (h *Handler) runTurn(s *session, batch []item) {
 			return
 		}
 		h.turnErrors.Add(1)
-		h.log.Error("turn failed", "turn", turnID, "session", target.String(), "err", err)
+		if errors.Is(err, agent.ErrModelNotConfigured) {
+			// Not a failure of this turn: the start-up log warned once
+			// already (`switchboard run`), and the chat gets the guidance.
+			h.log.Debug("answered with the setup guidance: no model is configured", "turn", turnID, "session", target.String())
+		} else {
+			h.log.Error("turn failed", "turn", turnID, "session", target.String(), "err", err)
+		}
 		h.deliverAndFinish(last, turnID, h.caps.withTruncationNote(batch, agent.FriendlyError(err)), batch)
 		return
 	}
@@ -66,7 +73,7 @@ func (h *Handler) runTurn(s *session, batch []item) {
 	case tc.skipped:
 		return // the commit finished the items (AlreadySent)
 	case tc.prepared != nil:
-		h.deliverD(last, Delivery{Target: target, ReplyTo: replyTo(last), TurnID: turnID, Markdown: tc.answer,
+		h.deliverD(last, outbound.Delivery{Target: target, ReplyTo: replyTo(last), TurnID: turnID, Markdown: tc.answer,
 			Done: ids(batch), Prepared: tc.prepared}, batch)
 		return
 	}
@@ -120,7 +127,7 @@ func (h *Handler) runCommitted(ctx context.Context, ch channels.Channel, batch [
 		if !tc.used {
 			h.auditTools(last, res) // else the commit carried them
 		}
-		if ctx.Err() != nil || !IsStorageError(err) {
+		if ctx.Err() != nil || !memory.IsStorageError(err) {
 			if err == nil {
 				h.storageOK(opCommit) // the turn was committed
 			}
@@ -150,10 +157,9 @@ func (h *Handler) turn(ctx context.Context, ch channels.Channel, target channels
 		stop := t.StartTyping(ctx, target)
 		defer stop()
 	}
-	var st *streamer
 	dw, _ := ch.(channels.DeltaWriter)
-	if ed, ok := ch.(channels.Editor); ok {
-		st = startStreamer(ctx, h.out, ch, ed, Delivery{Target: target, ReplyTo: replyTo(last), TurnID: turnID})
+	st, ok := h.out.Stream(ctx, ch, outbound.Delivery{Target: target, ReplyTo: replyTo(last), TurnID: turnID})
+	if ok {
 		defer st.Stop()
 	}
 	req := agent.Request{
@@ -221,12 +227,12 @@ func (h *Handler) finishCanceled(s *session, batch []item, last channels.Message
 // outbox) is retried with backoff; the items stay pending until it succeeds
 // (or, at shutdown, for the next start).
 func (h *Handler) deliverAndFinish(last channels.Message, turnID, text string, batch []item) {
-	h.deliverD(last, Delivery{Target: last.Target(), ReplyTo: replyTo(last), TurnID: turnID, Markdown: text, Done: ids(batch)}, batch)
+	h.deliverD(last, outbound.Delivery{Target: last.Target(), ReplyTo: replyTo(last), TurnID: turnID, Markdown: text, Done: ids(batch)}, batch)
 }
 
 // deliverD is deliverAndFinish for a prepared Delivery; d.Done are the
 // batch's items, cleared with the last receipt when the store can (else here).
-func (h *Handler) deliverD(last channels.Message, d Delivery, batch []item) {
+func (h *Handler) deliverD(last channels.Message, d outbound.Delivery, batch []item) {
 	ctx := h.baseCtx
 	if h.closing() {
 		ctx = context.Background()
@@ -235,18 +241,18 @@ func (h *Handler) deliverD(last channels.Message, d Delivery, batch []item) {
 	if ch, ok := h.Channel(last.Channel); ok {
 		deliver := func(ctx context.Context) error {
 			var err error
-			_, done, err = h.out.deliver(ctx, ch, d)
+			_, done, err = h.out.DeliverDone(ctx, ch, d)
 			d.Prepared = nil // a retry works from the outbox
 			return err
 		}
 		err := h.storageRetry(ctx, opDeliver, deliver)
 		if moved, ok := movedTo(err); ok {
 			h.moveSession(last.Target(), moved)
-			d = Delivery{Target: moved, TurnID: d.TurnID, Markdown: d.Markdown, Done: d.Done}
+			d = outbound.Delivery{Target: moved, TurnID: d.TurnID, Markdown: d.Markdown, Done: d.Done}
 			err = h.storageRetry(ctx, opDeliver, deliver)
 		}
 		if err != nil {
-			if IsStorageError(err) {
+			if memory.IsStorageError(err) {
 				h.log.Info("shutting down while the store cannot write; the answer is delivered at the next start", "turn", d.TurnID)
 				return
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/channels/console"
 	"github.com/switchboard-bot/switchboard/channels/hub"
+	"github.com/switchboard-bot/switchboard/channels/outbound"
 	"github.com/switchboard-bot/switchboard/internal/testkit/fakellm"
 	"github.com/switchboard-bot/switchboard/memory"
 	"github.com/switchboard-bot/switchboard/memory/bolt"
@@ -49,7 +50,7 @@ func TestTurnWaitingForCommitFreesItsSlot(t *testing.T) {
 	}
 	mem := console.NewMemory("memory", 4000, 5*time.Millisecond)
 	h := hub.NewHandler(hub.HandlerOptions{Store: s, Agent: ag, Access: openAccess(), MaxConcurrentTurns: 1,
-		Outbound: hub.NewOutbound(s, hub.OutboundOptions{BaseDelay: time.Millisecond})})
+		Outbound: outbound.New(s, outbound.Options{BaseDelay: time.Millisecond})})
 	h.Register(mem)
 	mem.Attach(h)
 	released := false

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/switchboard-bot/switchboard/agent"
 	"github.com/switchboard-bot/switchboard/internal/daemon"
 )
 
@@ -50,7 +51,7 @@ answered by the daemon (through its admin API); otherwise on the store directly.
 					form.Set("new", "1")
 				}
 				if err := remote.call(cmd.Context(), http.MethodPost, "/admin/ask", form, &out); err != nil {
-					return err
+					return noModel(err, true)
 				}
 				answer = out.Answer
 			} else {
@@ -65,7 +66,7 @@ answered by the daemon (through its admin API); otherwise on the store directly.
 				defer core.Close()
 				answer, err = daemon.Ask(cmd.Context(), core.Agent, core.Store, core.Personas, req)
 				if err != nil {
-					return localErr(err)
+					return noModel(localErr(err), false)
 				}
 			}
 			fmt.Fprintln(a.stdout, answer)
@@ -78,4 +79,19 @@ answered by the daemon (through its admin API); otherwise on the store directly.
 	cmd.Flags().BoolVar(&fresh, "new", false, "start a fresh conversation in the session first (the old one is archived)")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log at the configured level")
 	return cmd
+}
+
+// noModel turns the setup guidance a turn without a model answers with
+// (agent.NotConfiguredReply, in the daemon's answer or from the local
+// agent) into what the operator sets: a configuration problem, exit 2.
+// Other errors pass unchanged.
+func noModel(err error, viaDaemon bool) error {
+	if err == nil || !strings.Contains(err.Error(), agent.NotConfiguredReply) {
+		return err
+	}
+	msg := "no model configured: set llm.api_key (OPENAI_API_KEY) or llm.base_url (a local OpenAI-compatible server such as Ollama: http://127.0.0.1:11434/v1)"
+	if viaDaemon {
+		msg += " for the running daemon: in its config file (it reloads), or in its environment (restart it)"
+	}
+	return usageErr(errors.New(msg))
 }

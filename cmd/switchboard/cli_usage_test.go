@@ -233,7 +233,7 @@ func TestBinaryVersionFlagAndPlaintextSecretWarning(t *testing.T) {
 
 	cfg := writeConfig(t, "bot:\n  name: Bot\n")
 	r = runBin(t, hermeticEnv(t), "--config", cfg, "config", "set", "llm.api_key", "sk-plain-123")
-	expect(t, r, 0, firstLine(r.stderr), "warning: llm.api_key is now stored in plain text in "+cfg)
+	expect(t, r, 0, r.stderr, "warning: llm.api_key is now stored in plain text in "+cfg)
 	expect(t, r, 0, r.stderr, "switchboard config set llm.api_key '${OPENAI_API_KEY}'")
 	if strings.Contains(r.stderr, "sk-plain-123") {
 		t.Fatal("the warning repeats the secret")

@@ -25,7 +25,7 @@ func (a *app) configCmd() *cobra.Command {
 		},
 	}, &cobra.Command{
 		Use:   "get KEY",
-		Short: "Print a key's value (secrets are shown as [redacted])",
+		Short: "Print a key's value (secrets are shown as [redacted], an empty value as (not set))",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			cfg, err := a.loadConfig()
@@ -36,41 +36,41 @@ func (a *app) configCmd() *cobra.Command {
 			if err != nil {
 				return usageErr(err)
 			}
+			if v == "" {
+				v = "(not set)"
+			}
 			fmt.Fprintln(a.stdout, v)
 			return nil
 		},
 	}, &cobra.Command{
-		Use:   "set KEY VALUE",
-		Short: "Set a key in config.yaml in place, keeping comments; refuses an edit that would not load",
-		Args:  cobra.ExactArgs(2),
-		RunE: func(_ *cobra.Command, args []string) error {
-			path, err := a.editablePath()
+		Use:   "show",
+		Short: "Print the whole effective config (defaults filled in, secrets as [redacted])",
+		Args:  cobra.NoArgs,
+		RunE: func(_ *cobra.Command, _ []string) error {
+			cfg, err := a.loadConfig()
 			if err != nil {
 				return err
 			}
-			if err := config.SetInFile(path, args[0], args[1]); err != nil {
-				return usageErr(err)
+			y, err := cfg.RedactedYAML()
+			if err != nil {
+				return err
 			}
-			fmt.Fprintf(a.stdout, "set %s in %s\n", args[0], path)
-			if w := plaintextSecretWarning(args[0], args[1], path); w != "" {
-				fmt.Fprintln(a.stderr, w)
-			}
-			return nil
+			_, err = a.stdout.Write(y)
+			return err
+		},
+	}, &cobra.Command{
+		Use:   "set KEY VALUE",
+		Short: "Set a key in config.yaml in place, keeping comments; refuses an edit the running daemon (or, without one, this shell) would not load",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.editConfig(cmd.Context(), args[0], args[1], false)
 		},
 	}, &cobra.Command{
 		Use:   "unset KEY",
 		Short: "Remove a key from config.yaml (it falls back to its default)",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(_ *cobra.Command, args []string) error {
-			path, err := a.editablePath()
-			if err != nil {
-				return err
-			}
-			if err := config.UnsetInFile(path, args[0]); err != nil {
-				return usageErr(err)
-			}
-			fmt.Fprintf(a.stdout, "unset %s in %s\n", args[0], path)
-			return nil
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.editConfig(cmd.Context(), args[0], "", true)
 		},
 	})
 	return cmd

@@ -37,7 +37,7 @@ func (a *app) validate() error {
 }
 
 // editablePath is the file `config set/unset` edit: the one in use, which
-// must exist.
+// must exist. It says on stderr which file that is, as every command does.
 func (a *app) editablePath() (string, error) {
 	path, how, err := a.findConfig()
 	if err != nil {
@@ -46,6 +46,7 @@ func (a *app) editablePath() (string, error) {
 	if path == "" {
 		return "", usagef("%s; there is no file to edit: copy the commented config.yaml from the repository, or name a file with --config", strings.TrimSuffix(how, "; using the built-in defaults"))
 	}
+	fmt.Fprintf(a.stderr, "switchboard: %s\n", configNote(path, how))
 	return path, nil
 }
 

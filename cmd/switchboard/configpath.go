@@ -89,18 +89,33 @@ func (a *app) loadConfigQuiet() (cfg *config.Config, note string, err error) {
 	}
 	if path == "" {
 		cfg, err = config.Parse("", nil, os.LookupEnv)
-		note = how
 	} else {
 		cfg, err = config.Load(path)
-		abs, aerr := filepath.Abs(path)
-		if aerr != nil {
-			abs = path
-		}
-		note = fmt.Sprintf("using config %s (%s)", abs, how)
 	}
 	if err != nil {
 		return nil, "", usageErr(err)
 	}
+	if err := a.applyDataDir(cfg); err != nil {
+		return nil, "", err
+	}
+	return cfg, configNote(path, how), nil
+}
+
+// configNote is the "using config FILE (how)" notice every command prints
+// on stderr (how alone when no file is used).
+func configNote(path, how string) string {
+	if path == "" {
+		return how
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		abs = path
+	}
+	return fmt.Sprintf("using config %s (%s)", abs, how)
+}
+
+// applyDataDir applies --data-dir (or SWITCHBOARD_DATA_DIR) to cfg.
+func (a *app) applyDataDir(cfg *config.Config) error {
 	dataDir := a.dataDir
 	if dataDir == "" {
 		dataDir = a.getenv(envDataDir)
@@ -108,11 +123,11 @@ func (a *app) loadConfigQuiet() (cfg *config.Config, note string, err error) {
 	if dataDir != "" {
 		abs, err := filepath.Abs(dataDir)
 		if err != nil {
-			return nil, "", usagef("--data-dir %s: %v", dataDir, err)
+			return usagef("--data-dir %s: %v", dataDir, err)
 		}
 		cfg.Bot.DataDir = abs
 	}
-	return cfg, note, nil
+	return nil
 }
 
 // loadConfig is loadConfigQuiet that says on stderr which file it used.

@@ -19,11 +19,7 @@ func (a *app) doctorCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if path == "" {
-				fmt.Fprintf(a.stderr, "switchboard: %s\n", how)
-			} else {
-				fmt.Fprintf(a.stderr, "switchboard: using config %s (%s)\n", path, how)
-			}
+			fmt.Fprintf(a.stderr, "switchboard: %s\n", configNote(path, how))
 			_, broken := doctor.Run(cmd.Context(), doctor.Options{ConfigPath: path}, a.stdout)
 			if broken {
 				return &exitError{code: 1, err: errors.New("doctor found problems (see the fixes above)")}

@@ -88,7 +88,8 @@ A panic in a command is one line and exit 1; SWITCHBOARD_TRACEBACK=1 shows the G
 	runCmd := a.runCmd()
 	root.RunE = runCmd.RunE
 	root.Flags().AddFlagSet(runCmd.Flags())
-	root.AddCommand(runCmd, a.chatCmd(), a.askCmd(), a.configCmd(), a.sessionsCmd(), a.pairingCmd(), a.statusCmd(), a.jobsCmd(), a.auditCmd(), a.doctorCmd(), a.personasCmd(), a.promptCmd(), a.versionCmd(), a.healthcheckCmd(), a.mcpCmd(), a.storageCmd(), a.clusterCmd())
+	root.AddCommand(runCmd, a.chatCmd(), a.askCmd(), a.configCmd(), a.sessionsCmd(), a.pairingCmd(), a.statusCmd(), a.jobsCmd(), a.auditCmd(), a.doctorCmd(), a.personasCmd(), a.promptCmd(), a.versionCmd(), a.healthcheckCmd(), a.mcpCmd(), a.storageCmd(), a.clusterCmd(),
+		a.consoleCmd(), a.tokenCmd())
 	wireUsage(root)
 	return root
 }

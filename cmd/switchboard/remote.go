@@ -15,6 +15,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -60,6 +62,13 @@ const (
 func (a *app) locate(n need) (*config.Config, *daemonClient, error) {
 	cfg, err := a.loadConfig()
 	if err != nil {
+		// Commands the running daemon answers from its own state still
+		// work while the file does not load (see runningDespite).
+		if n == needData || n == daemonOnly {
+			if lc, c := a.runningDespite(err); c != nil {
+				return lc, c, nil
+			}
+		}
 		return nil, nil, err
 	}
 	if n == daemonOnly {
@@ -105,6 +114,70 @@ func newDaemonClient(cfg *config.Config) (*daemonClient, error) {
 	return &daemonClient{base: "http://" + host, token: adminToken(cfg), http: &http.Client{}}, nil
 }
 
+// probeTimeout bounds the look for a running daemon behind an invalid file.
+const probeTimeout = 5 * time.Second
+
+// runningDespite finds the running daemon while the config file does not
+// load (loadErr says why): a lenient parse of the file gives what reaches
+// it (server.listen, server.admin_token, bot.data_dir for admin.token), and
+// /healthz must answer there. The daemon keeps running the config it
+// loaded, so its answers are true; the command says so on one warning line.
+// No daemon there: nil, and the command reports loadErr.
+func (a *app) runningDespite(loadErr error) (*config.Config, *daemonClient) {
+	path, _, err := a.findConfig()
+	if err != nil || path == "" {
+		return nil, nil
+	}
+	data, err := config.ReadFile(path)
+	if err != nil {
+		return nil, nil
+	}
+	cfg := config.ParseLenient(path, data, os.LookupEnv)
+	if a.applyDataDir(cfg) != nil {
+		return nil, nil
+	}
+	c, err := newDaemonClient(cfg)
+	if err != nil {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+	defer cancel()
+	if !c.alive(ctx) {
+		return nil, nil
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		abs = path
+	}
+	fmt.Fprintf(a.stderr, "switchboard: warning: %s does not load; showing the running daemon, which keeps the config it loaded: %s\n", abs, firstProblem(loadErr))
+	return cfg, c
+}
+
+// firstProblem is the first line of a config error, with a count of the
+// others.
+func firstProblem(err error) string {
+	lines := strings.Split(strings.TrimSpace(err.Error()), "\n")
+	if len(lines) == 1 {
+		return lines[0]
+	}
+	return fmt.Sprintf("%s (and %d more: switchboard config validate)", lines[0], len(lines)-1)
+}
+
+// alive reports whether a daemon answers /healthz at c.
+func (c *daemonClient) alive(ctx context.Context) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/healthz", nil)
+	if err != nil {
+		return false
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1024))
+	return resp.StatusCode == http.StatusOK
+}
+
 // maxAnswerBytes bounds what the CLI reads from one admin API answer.
 const maxAnswerBytes = 64 << 20
 
@@ -140,7 +213,7 @@ func (c *daemonClient) do(ctx context.Context, method, path string, form url.Val
 	}
 	defer resp.Body.Close()
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	return nil, daemonRefused(resp.StatusCode, msg) // a 4xx is the operator's mistake: exit 2
+	return nil, &statusError{status: resp.StatusCode, err: daemonRefused(resp.StatusCode, msg)} // a 4xx is the operator's mistake: exit 2
 }
 
 // call sends one request and decodes the JSON answer into out.

@@ -22,9 +22,18 @@ func (a *app) runCmd() *cobra.Command {
 		Short: "Run the daemon (the default command)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			seed, err := a.seedConfig() // first start in the image (seed.go)
+			if err != nil {
+				return err
+			}
 			cfg, note, err := a.loadConfigQuiet()
 			if err != nil {
 				return err
+			}
+			if seed != nil {
+				if err := seedDirs(cfg); err != nil {
+					return err
+				}
 			}
 			if listen != "" {
 				cfg.Server.Listen = listen
@@ -46,6 +55,10 @@ func (a *app) runCmd() *cobra.Command {
 			}
 			log := a.logger(cfg, level)
 			opts.Logger = log
+			if seed != nil {
+				log.Info("first start: wrote the default config; edit it with `switchboard config set` or the console, it is never overwritten",
+					"file", seed.file, "from", seed.from)
+			}
 			log.Info(note, "data_dir", cfg.ResolvePath(cfg.Bot.DataDir))
 			if rt.CgroupMemLimit > 0 {
 				log.Info("Go memory limit set below the cgroup's (GOMEMLIMIT unset)",
@@ -113,6 +126,7 @@ func (a *app) serve(ctx context.Context, opts daemon.Options, log *slog.Logger) 
 	defer close(done)
 	go a.interrupts(sigs, done, d, opts.ConsoleScreen, cancel)
 	go releaseStartupMemory(ctx, d) // ends with ctx at the latest
+	go announceConsole(ctx, d, opts.Config, log)
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)

@@ -24,6 +24,22 @@ import (
 // clusterTTL is cluster.lease_ttl in the cluster chaos test.
 const clusterTTL = time.Second
 
+// clusterQuiet is how long the cluster test waits for a straggling answer
+// without seeing any other straggler answered: longer than the longest
+// pause the product may legitimately take on these paths (Telegram's poll
+// and hand-over backoff grows to 30 s, Discord re-fetches a channel left
+// behind every 15 s).
+const clusterQuiet = 45 * time.Second
+
+// pairRestarts is how many replica restarts a chat waits through for the
+// answers to its pair before it gives up on them and goes on talking: each
+// restart follows a kill whose duties (polling, shards, claims) another
+// replica has taken over by then, so an answer still missing after several
+// is lost or stuck, and the final wait decides which. Counting restarts,
+// not seconds, keeps the wait in step with a machine that does everything
+// slower.
+const pairRestarts = 3
+
 // tickChat is the Telegram chat the every-3s reminder is delivered to (the
 // fake knows only chats that wrote to the bot: chat 0's).
 var tickChat = loadtest.TelegramChatID(0)
@@ -39,13 +55,16 @@ type replicaSet struct {
 	env   []string
 	mu    sync.Mutex
 	cur   []*loadtest.Proc
+	// restarts is noted each time a replica became ready.
+	restarts *progress
 }
 
 func newReplicaSet(t *testing.T, n int, m loadtest.ModelOptions) *replicaSet {
 	t.Helper()
 	url := pgtest.Start(t)
 	r := newRig(t, m, loadtest.ConfigOptions{})
-	s := &replicaSet{t: t, r: r, url: url, env: append(r.p.Env(), "DATABASE_URL="+url), cur: make([]*loadtest.Proc, n)}
+	s := &replicaSet{t: t, r: r, url: url, env: append(r.p.Env(), "DATABASE_URL="+url), cur: make([]*loadtest.Proc, n),
+		restarts: newProgress()}
 	extra := fmt.Sprintf(`storage:
   backend: postgres
   postgres:
@@ -103,12 +122,13 @@ func (s *replicaSet) start(i int) {
 	s.r.mu.Lock()
 	s.r.procs = append(s.r.procs, p)
 	s.r.mu.Unlock()
-	if _, err := p.WaitReady(context.Background(), 60*time.Second); err != nil {
+	if _, err := p.WaitReady(context.Background(), readyWait); err != nil {
 		s.t.Fatalf("replica %d: %v\n%s", i, err, p.Output())
 	}
 	s.mu.Lock()
 	s.cur[i] = p
 	s.mu.Unlock()
+	s.restarts.note()
 }
 
 func (s *replicaSet) procs() []*loadtest.Proc {
@@ -134,13 +154,16 @@ func (s *replicaSet) holder(ctx context.Context, db *pgx.Conn, name string) int 
 
 // TestClusterSIGKILLReplicas (issue 18): three replicas on one database,
 // Telegram polling, Slack Socket Mode and Discord with two shards on the
-// fakes, 100 chats. A random replica is SIGKILLed and restarted 20 times
-// while the chats talk. Every message is answered exactly once (resends in
-// the one send window counted apart), each chat's answers come in order,
-// Telegram is never polled by two replicas at once (the fake answers 409 to
-// overlapping pollers), the reminder due every 3 s fires at most once per
-// slot across leader changes, and polling is taken over within
-// lease_ttl + 2 s of its holder's death (measured and printed).
+// fakes, 100 chats, and two busy processes beside them (issue 27: the suite
+// passes on a loaded machine). A random replica is SIGKILLed and restarted
+// 20 times while the chats talk. Every message is answered exactly once
+// (resends in the one send window counted apart; Discord messages sent
+// before the bot ever heard of their channel listed apart), each chat's
+// answers come in order, Telegram is never polled by two replicas at once
+// (the fake answers 409 to overlapping pollers), the reminder due every 3 s
+// fires at most once per slot across leader changes, and polling is taken
+// over after every kill of its holder, within lease_ttl + 2 s plus what the
+// machine's measured slowness adds (measured and printed).
 func TestClusterSIGKILLReplicas(t *testing.T) {
 	if testing.Short() {
 		t.Skip("chaos: starts and kills three daemon binaries")
@@ -150,6 +173,7 @@ func TestClusterSIGKILLReplicas(t *testing.T) {
 		// the fakes in this process and distort the takeover times measured.
 		t.Skip("chaos: the replica test measures takeover times; run it without -race")
 	}
+	cpuHog(t)
 	const replicas, chats = 3, 100
 	kills := 20
 	if os.Getenv("CHAOS_KILLS") != "" {
@@ -169,7 +193,8 @@ func TestClusterSIGKILLReplicas(t *testing.T) {
 	defer db.Close(context.Background())
 	go s.r.p.RedeliverSlack(ctx, 400*time.Millisecond)
 
-	var takeovers []time.Duration
+	var takeovers []takeover // written by the killer, read once it is done
+	untaken := 0
 	killerDone := make(chan struct{})
 	go func() {
 		defer close(killerDone)
@@ -194,28 +219,21 @@ func TestClusterSIGKILLReplicas(t *testing.T) {
 			killed := time.Now()
 			p.Kill()
 			if wasPoller {
-				for time.Since(killed) < 4*clusterTTL {
-					if h := s.holder(ctx, db, "telegram-poll"); h != 0 && h != p.Pid() {
-						takeovers = append(takeovers, time.Since(killed))
-						break
-					}
-					time.Sleep(20 * time.Millisecond)
+				if tk, ok := s.awaitTakeover(ctx, db, p.Pid(), killed); ok {
+					takeovers = append(takeovers, tk)
+				} else if ctx.Err() == nil {
+					untaken++
 				}
 			}
 			s.start(victim)
 		}
 	}()
 
-	// Each chat sends two messages back to back, waits for both answers
-	// (or gives up after the wait), and goes on until the kills are over.
-	type said struct {
-		tok   string
-		chat  int
-		prev  string // the message sent just before, in the same pair ("" for a pair's first)
-		inice bool   // both messages of the pair were answered within the wait
-	}
+	// Each chat sends two messages back to back, waits for both answers (or
+	// gives up on them after pairRestarts replica restarts), and goes on
+	// until the kills are over.
 	var mu sync.Mutex
-	var sent []said
+	var sent []clusterMsg
 	var wg sync.WaitGroup
 	for c := range chats {
 		wg.Add(1)
@@ -231,60 +249,54 @@ func TestClusterSIGKILLReplicas(t *testing.T) {
 				cha, chb := s.r.p.Expect(a), s.r.p.Expect(b)
 				s.r.p.Say(c, a)
 				s.r.p.Say(c, b)
-				timeout := time.After(4 * clusterTTL)
-				got := 0
-				for got < 2 {
+				from, _ := s.restarts.count()
+				got, over := 0, false
+				for got < 2 && !over {
+					n, restarted := s.restarts.count()
+					if n-from >= pairRestarts {
+						break
+					}
 					select {
 					case <-cha:
 						cha, got = nil, got+1
 					case <-chb:
 						chb, got = nil, got+1
-					case <-timeout:
-						got = 3
+					case <-restarted:
+					case <-killerDone:
+						over = true
 					case <-ctx.Done():
 						return
 					}
 				}
 				mu.Lock()
-				sent = append(sent, said{tok: a, chat: c}, said{tok: b, chat: c, prev: a, inice: got == 2})
+				sent = append(sent, clusterMsg{tok: a, chat: c, seq: seq},
+					clusterMsg{tok: b, chat: c, seq: seq + 1, prev: a, inice: got == 2})
 				mu.Unlock()
-				time.Sleep(time.Duration(200+c%7*50) * time.Millisecond)
+				if over {
+					return
+				}
+				time.Sleep(time.Duration(200+c%7*50) * time.Millisecond) // the user's pause, not a wait
 			}
 		}()
 	}
 	<-killerDone
 	wg.Wait()
-	lost := map[string]bool{}
-	deadline := time.Now().Add(10 * clusterTTL)
-	var sightings map[string]loadtest.Sighting
-	for {
-		sightings = s.r.p.Sightings()
-		clear(lost)
-		for _, m := range sent {
-			if _, ok := sightings[m.tok]; !ok && !s.r.onPlatform(m.tok, loadtest.PlatformOf(m.chat)) {
-				lost[m.tok] = true
-			}
-		}
-		if len(lost) == 0 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	stopped := time.Now()
+	sightings, lost, firstContact := s.stragglers(sent)
+	t.Logf("the chats stopped; the answers still missing then took %v", time.Since(stopped).Round(time.Millisecond))
 
 	out := s.r.output()
+	if dir := os.Getenv("CHAOS_LOG_DIR"); dir != "" { // keep every replica's output for a look afterwards
+		_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("cluster-%d.log", os.Getpid())), []byte(out), 0o600)
+	}
 	resends := strings.Count(out, "resending a chunk")
 	// Replies the user saw twice; a resent chunk that answered both
 	// messages of a pair is one (the CI failure of 17b6817 counted its
 	// two tokens: 10 "duplicates" of 6 resends were 5 repeated replies).
 	dups := s.r.p.Repeats()
-	var firstContact []string
-	for tok := range lost {
-		if strings.HasSuffix(strings.TrimSuffix(tok, "z"), "x0") && loadtest.PlatformOf(chatOf(tok)) == loadtest.Discord {
-			firstContact = append(firstContact, tok) // as in TestKillRestartDuringConversations
-			continue
-		}
-		t.Errorf("message %s (%s) never answered; the replicas' log lines about it or its session:\n%s", tok,
-			loadtest.PlatformOf(chatOf(tok)), grepLines(out, tok, sessionKey(chatOf(tok))))
+	for _, m := range lost {
+		t.Errorf("message %s (%s) never answered; the replicas' log lines about it or its session:\n%s", m.tok,
+			loadtest.PlatformOf(m.chat), grepLines(out, m.tok, sessionKey(m.chat)))
 	}
 	if len(dups) > resends {
 		t.Errorf("%d duplicate replies but only %d counted resends: %v", len(dups), resends, dups)
@@ -294,12 +306,12 @@ func TestClusterSIGKILLReplicas(t *testing.T) {
 	// Each chat's answers in order: of two messages the platform delivered
 	// back to back, the second is never answered before the first (both in
 	// one answer is fine: mid-turn messages join the next turn). Only pairs
-	// answered within the wait count. A pair whose first message Slack
-	// delivered again (its envelope was left unacknowledged by a killed
-	// replica) is not ordered by the platform either: the retry comes 400 ms
-	// later, after the second. Those are listed apart. Counted as swaps they
-	// are the likely cause of one run in ~20 exceeding the 1 % bound (19
-	// swaps): in the runs since, every swap seen was one of them.
+	// answered before the chat gave up on them count. A pair whose first
+	// message Slack delivered again (its envelope was left unacknowledged by
+	// a killed replica) is not ordered by the platform either: the retry
+	// comes 400 ms later, after the second. Those are listed apart. Counted
+	// as swaps they are the likely cause of one run in ~20 exceeding the 1 %
+	// bound (19 swaps): in the runs since, every swap seen was one of them.
 	ordered, slackPairs := 0, 0
 	var slackSwapped, slackLate []string
 	for _, m := range sent {
@@ -352,19 +364,40 @@ func TestClusterSIGKILLReplicas(t *testing.T) {
 	if slots := int(time.Since(began)/(3*time.Second)) + 1; len(ticks) > slots {
 		t.Errorf("%d reminder deliveries for %d slots of the every-3s job: a slot fired twice", len(ticks), slots)
 	}
-	var worst time.Duration
-	for _, d := range takeovers {
-		worst = max(worst, d)
+	// Takeover times are measurements. On a machine that keeps up, the
+	// README's figure is lease_ttl + lease_ttl/5 and the bound kept from the
+	// first version of this test is lease_ttl + 2 s. A takeover is a few
+	// timer-driven steps and database statements in the standing-by replica
+	// (its next acquire tick after the lease expired by the database's
+	// clock, one UPDATE) plus the killer's poll that sees it; on a loaded
+	// machine each step is late by about as much as the same kind of step
+	// here, so the bound grows by five times the worst lateness of the
+	// killer's own poll step (a 20 ms sleep and one query of the lease
+	// table) during that wait: it scales with the slowness measured, and
+	// still catches a takeover that waits for something else (a lease left
+	// to a full extra TTL, a missed release). Not scaled: every kill of the
+	// poller is followed by a takeover.
+	var worst takeover
+	for _, tk := range takeovers {
+		if tk.took > worst.took {
+			worst = tk
+		}
+		if bound := clusterTTL + 2*time.Second + 5*tk.lag; tk.took > bound {
+			t.Errorf("Telegram polling taken over %v after its holder was killed, want within lease_ttl + 2s + 5 × the poll lag measured meanwhile (%v) = %v",
+				tk.took, tk.lag, bound)
+		}
 	}
-	if worst > clusterTTL+2*time.Second {
-		t.Errorf("Telegram polling taken over after %v, want within lease_ttl + 2s = %v", worst, clusterTTL+2*time.Second)
+	if untaken > 0 {
+		t.Errorf("%d kills of the Telegram poller were not followed by a takeover within %v", untaken, takeoverHang)
 	}
-	if len(takeovers) == 0 {
+	if len(takeovers) == 0 && untaken == 0 {
 		t.Errorf("no kill of the Telegram poller was measured")
 	}
-	t.Logf("%d kills of %d replicas; %d messages from %d chats, %d unanswered Discord first contacts; %d resends, %d duplicates; "+
-		"%d reminder deliveries; %d pairs in order, %d of %d Slack pairs swapped (and %d whose first message Slack redelivered: %v); Telegram polling taken over %d times, worst %v (lease ttl %v): %v",
-		kills, replicas, len(sent), chats, len(firstContact), resends, len(dups), len(ticks), ordered, len(slackSwapped), slackPairs, len(slackLate), slackLate, len(takeovers), worst, clusterTTL, takeovers)
+	t.Logf("%d kills of %d replicas; %d messages from %d chats, %d Discord messages sent before the bot first heard of their channel, unanswered: %v; "+
+		"%d resends, %d duplicates; %d reminder deliveries; %d pairs in order, %d of %d Slack pairs swapped (and %d whose first message Slack redelivered: %v); "+
+		"Telegram polling taken over %d times, worst %v (poll lag %v; lease ttl %v): %v",
+		kills, replicas, len(sent), chats, len(firstContact), tokens(firstContact), resends, len(dups), len(ticks), ordered, len(slackSwapped), slackPairs,
+		len(slackLate), slackLate, len(takeovers), worst.took, worst.lag, clusterTTL, takeovers)
 	if slots := int(time.Since(began) / (3 * time.Second)); len(ticks) < slots/3 {
 		var lines []string
 		for _, l := range strings.Split(out, "\n") {
@@ -375,6 +408,114 @@ func TestClusterSIGKILLReplicas(t *testing.T) {
 		t.Errorf("only %d reminder deliveries for %d slots: the scheduler did not run; its log lines:\n%s", len(ticks), slots,
 			strings.Join(lines[:min(len(lines), 30)], "\n"))
 	}
+}
+
+// takeoverHang bounds the wait for another replica to take Telegram polling
+// over after its holder was killed: a hang detector, 25 times the README's
+// lease_ttl + lease_ttl/5.
+const takeoverHang = 30 * clusterTTL
+
+// takeover is one handover of Telegram polling after its holder was killed.
+type takeover struct {
+	took time.Duration // from the kill until another replica held telegram-poll
+	lag  time.Duration // the worst lateness of the killer's 20 ms poll step meanwhile
+}
+
+func (tk takeover) String() string {
+	return fmt.Sprintf("%v(lag %v)", tk.took.Round(time.Millisecond), tk.lag.Round(time.Millisecond))
+}
+
+// awaitTakeover polls the lease table until a replica other than the
+// killed pid holds telegram-poll; false when none did within takeoverHang
+// (or ctx ended).
+func (s *replicaSet) awaitTakeover(ctx context.Context, db *pgx.Conn, pid int, killed time.Time) (takeover, bool) {
+	const step = 20 * time.Millisecond
+	var lag time.Duration
+	for {
+		at := time.Now()
+		if h := s.holder(ctx, db, "telegram-poll"); h != 0 && h != pid {
+			return takeover{took: time.Since(killed), lag: lag}, true
+		}
+		if ctx.Err() != nil || time.Since(killed) > takeoverHang {
+			return takeover{}, false
+		}
+		time.Sleep(step)
+		lag = max(lag, time.Since(at)-step)
+	}
+}
+
+// clusterMsg is one message a chat of the cluster test sent.
+type clusterMsg struct {
+	tok   string
+	chat  int
+	seq   int
+	prev  string // the message sent just before, in the same pair ("" for a pair's first)
+	inice bool   // both messages of the pair were answered before the chat gave up on them
+}
+
+func tokens(ms []clusterMsg) []string {
+	out := make([]string, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, m.tok)
+	}
+	return out
+}
+
+// stragglers waits, once the chats stopped, for the answers still missing
+// as long as they keep coming: it gives up when clusterQuiet passed without
+// one more message answered. It returns the sightings, the messages never
+// answered, and apart the unanswered Discord messages sent before the bot
+// first heard of their channel.
+func (s *replicaSet) stragglers(sent []clusterMsg) (sightings map[string]loadtest.Sighting, lost, firstContact []clusterMsg) {
+	began, moved, answered := time.Now(), time.Now(), -1
+	for {
+		sightings = s.r.p.Sightings()
+		var n int
+		lost, firstContact, n = s.unanswered(sent, sightings)
+		if n > answered {
+			answered, moved = n, time.Now()
+		}
+		if len(lost) == 0 || time.Since(moved) > clusterQuiet || time.Since(began) > hangAfter {
+			return sightings, lost, firstContact
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// unanswered lists the sent messages without an answer on the platform, and
+// counts those with one.
+//
+// Discord messages sent before the bot first heard of their channel are
+// listed apart (firstContact): Discord has no redelivery and a bot cannot
+// list its DMs, so a channel's messages dispatched while no replica held
+// shard 0 (DMs go to shard 0), before any replica had seen the channel and
+// saved its cursor, cannot be known. Both messages of a chat's pair go out
+// back to back, so such a gap loses the pair, not just its first message.
+// The channel's first message a replica saw is the earliest one answered;
+// every message after it is caught up from the channel's persisted cursor
+// and counts in full. A Discord chat none of whose messages was answered is
+// not excused.
+func (s *replicaSet) unanswered(sent []clusterMsg, sightings map[string]loadtest.Sighting) (lost, firstContact []clusterMsg, answered int) {
+	firstSeen := map[int]int{} // chat → seq of its earliest answered message
+	var missing []clusterMsg
+	for _, m := range sent {
+		if _, ok := sightings[m.tok]; ok || s.r.onPlatform(m.tok, loadtest.PlatformOf(m.chat)) {
+			answered++
+			if f, ok := firstSeen[m.chat]; !ok || m.seq < f {
+				firstSeen[m.chat] = m.seq
+			}
+			continue
+		}
+		missing = append(missing, m)
+	}
+	for _, m := range missing {
+		if f, ok := firstSeen[m.chat]; ok && m.seq < f && loadtest.PlatformOf(m.chat) == loadtest.Discord {
+			firstContact = append(firstContact, m)
+		} else {
+			lost = append(lost, m)
+		}
+	}
+	return lost, firstContact, answered
 }
 
 // chatOf is the chat number of a token made by loadtest.Token.

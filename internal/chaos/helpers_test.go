@@ -55,8 +55,79 @@ type rig struct {
 	bin   string
 	cfg   string
 	addr  string
+	prog  *progress // an answer arrived (converse), a daemon became ready (start)
 	mu    sync.Mutex
 	procs []*loadtest.Proc
+}
+
+// Waits in these tests follow progress, not the wall clock: a machine at
+// load average 10–17 on two cores (go test ./... beside other work) does
+// everything several times slower, but it still moves. A wait gives up
+// after a spell in which nothing moved (no answer arrived, no daemon became
+// ready), never at a fixed time after it began; hangAfter only bounds a wait
+// that keeps seeing progress yet never ends (a livelock), so that the test
+// fails with its own message rather than the test binary's timeout.
+const hangAfter = 3 * time.Minute
+
+// readyWait bounds a daemon's start until /readyz answers 200: a hang
+// detector (a start takes well under a second on a quiet machine, a few on
+// a loaded one), not a performance bound.
+const readyWait = 60 * time.Second
+
+// progress is when a test last saw the system under test move.
+type progress struct {
+	mu   sync.Mutex
+	last time.Time
+	n    int           // progress noted so far
+	next chan struct{} // closed by the next note
+}
+
+func newProgress() *progress { return &progress{last: time.Now(), next: make(chan struct{})} }
+
+// note records progress now.
+func (p *progress) note() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.last = time.Now()
+	p.n++
+	close(p.next)
+	p.next = make(chan struct{})
+}
+
+// since is the time since the last progress.
+func (p *progress) since() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return time.Since(p.last)
+}
+
+// count is the progress noted so far and a channel closed by the next note.
+func (p *progress) count() (int, <-chan struct{}) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.n, p.next
+}
+
+// await waits for ch (true) until quiet passed without any progress or ctx
+// ended (false). Progress elsewhere moves the deadline; it is checked when
+// the deadline comes, so waiters are not woken at every note.
+func (p *progress) await(ctx context.Context, ch <-chan time.Time, quiet time.Duration) bool {
+	for {
+		left := quiet - p.since()
+		if left <= 0 {
+			return false
+		}
+		t := time.NewTimer(left)
+		select {
+		case <-ch:
+			t.Stop()
+			return true
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		}
+	}
 }
 
 func newRig(t *testing.T, m loadtest.ModelOptions, co loadtest.ConfigOptions) *rig {
@@ -79,7 +150,7 @@ func newRig(t *testing.T, m loadtest.ModelOptions, co loadtest.ConfigOptions) *r
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &rig{t: t, p: p, bin: bin, cfg: cfg, addr: co.Listen}
+	r := &rig{t: t, p: p, bin: bin, cfg: cfg, addr: co.Listen, prog: newProgress()}
 	t.Cleanup(func() {
 		if proc := r.current(); proc != nil {
 			proc.Kill()
@@ -98,9 +169,10 @@ func (r *rig) start() *loadtest.Proc {
 	r.mu.Lock()
 	r.procs = append(r.procs, proc)
 	r.mu.Unlock()
-	if _, err := proc.WaitReady(context.Background(), 15*time.Second); err != nil {
+	if _, err := proc.WaitReady(context.Background(), readyWait); err != nil {
 		r.t.Fatal(err)
 	}
+	r.prog.note()
 	return proc
 }
 
@@ -133,9 +205,12 @@ type result struct {
 }
 
 // converse drives chats closed-loop: each sends msgs messages, the next once
-// the previous one was answered or gave up after wait.
+// the previous one was answered, or given up when wait passed without any
+// progress (no answer in any chat, no daemon start): on a loaded machine
+// answers come late but keep coming.
 func (r *rig) converse(ctx context.Context, chats, msgs int, wait time.Duration) result {
 	res := result{answered: map[string]bool{}, lost: map[string]loadtest.Platform{}, perPlat: map[loadtest.Platform]int{}}
+	r.prog.note() // the conversation starts a fresh wait
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for c := range chats {
@@ -146,28 +221,33 @@ func (r *rig) converse(ctx context.Context, chats, msgs int, wait time.Duration)
 				tok := loadtest.Token(c, seq)
 				ch := r.p.Expect(tok)
 				r.p.Say(c, tok)
-				select {
-				case <-ch:
-					mu.Lock()
+				ok := r.prog.await(ctx, ch, wait)
+				if ctx.Err() != nil {
+					return
+				}
+				mu.Lock()
+				if ok {
 					res.answered[tok] = true
 					res.perPlat[loadtest.PlatformOf(c)]++
-					mu.Unlock()
-				case <-time.After(wait):
-					mu.Lock()
+				} else {
 					res.lost[tok] = loadtest.PlatformOf(c)
-					mu.Unlock()
-				case <-ctx.Done():
-					return
+				}
+				mu.Unlock()
+				if ok {
+					r.prog.note()
 				}
 			}
 		}()
 	}
 	wg.Wait()
 	// Late replies (a lost-looking message answered after all, e.g. after a
-	// restart and a platform retry) still count: give them up to one more
-	// wait, and always a moment for replies still in flight.
+	// restart and a platform retry) still count: wait for them as long as
+	// they keep coming, until a fresh wait passes without one; and always a
+	// moment for replies still in flight.
 	time.Sleep(300 * time.Millisecond)
-	for deadline := time.Now().Add(wait); ; time.Sleep(50 * time.Millisecond) {
+	r.prog.note()
+	began, left := time.Now(), len(res.lost)
+	for ; ; time.Sleep(50 * time.Millisecond) {
 		res.sightings = r.p.Sightings()
 		for tok, pl := range res.lost {
 			if _, ok := res.sightings[tok]; ok || r.onPlatform(tok, pl) {
@@ -175,7 +255,11 @@ func (r *rig) converse(ctx context.Context, chats, msgs int, wait time.Duration)
 				res.answered[tok] = true
 			}
 		}
-		if len(res.lost) == 0 || time.Now().After(deadline) {
+		if len(res.lost) < left {
+			left = len(res.lost)
+			r.prog.note()
+		}
+		if len(res.lost) == 0 || r.prog.since() > wait || time.Since(began) > hangAfter {
 			break
 		}
 	}

@@ -48,6 +48,7 @@ func stripSource(c *Config) *Config {
 	cp := *c
 	cp.Path = ""
 	cp.src = nil
+	cp.digest = ""
 	return &cp
 }
 
@@ -140,7 +141,7 @@ func TestDefaultEveryKey(t *testing.T) {
 		"agent.web_search.api_key":          "",
 		"agent.web_search.max_results":      "5",
 		"skills.dir":                        "./skills",
-		"personas.dir":                      "./personas",
+		"personas.dir":                      "./data/personas",
 		"personas.default":                  "assistant",
 		"personas.by_target":                "{}",
 		"personas.by_channel":               "{}",

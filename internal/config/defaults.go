@@ -30,7 +30,7 @@ func defaultWith(reg *platform.Registry) *Config {
 		LLM:   defaultLLM(),
 		Agent: defaultAgent(),
 		Personas: Personas{
-			Dir:       "./personas",
+			Dir:       "./data/personas", // editable; never the embedded built-ins' source (issue 28)
 			Default:   "assistant",
 			ByTarget:  map[string]string{},
 			ByChannel: map[string]string{},

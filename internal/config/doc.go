@@ -7,9 +7,11 @@
 // editing itself is package internal/config/yamledit).
 //
 // Files: types.go (the schema), defaults.go (Default), load.go (Load,
-// Parse, Error, YAML syntax), decode.go (node tree → Go values), env.go,
-// validate.go, render.go (get / redacted rendering), edit.go (set/unset),
-// watch.go.
+// Parse, ParseLenient, Digest, Error, YAML syntax), yamlhint.go and
+// yamlplace.go (where a syntax error starts), decode.go (node tree → Go
+// values), env.go, validate.go, render.go (get / redacted rendering),
+// edit.go (set/unset, EditText), preview.go (the console's editing,
+// WriteVerified), watch.go.
 //
 // Design decisions:
 //
@@ -40,7 +42,16 @@
 //     noticed them (yamlhint.go): a value whose opening quote is not closed on
 //     its line is reported at that line and column, a tab in the indentation
 //     at its line and column with a hint to use spaces; the parser's own words
-//     follow in parentheses.
+//     follow in parentheses, without its line (one message, one line number).
+//     The parser's other errors, which the library reports at a 0-based line
+//     of the enclosing construct, are placed at the first line at which the
+//     file fails that way, an unclosed "[" or "{" at its bracket
+//     (yamlplace.go).
+//   - A config edited where it does not run (`config set` while the daemon
+//     runs) is built with EditText, checked by the daemon in its own
+//     environment, and written with WriteVerified; Config.Digest tells
+//     whether the daemon runs a given content of the file. ParseLenient
+//     reads what it can of an invalid file, only to find the running daemon.
 //   - Tool names in agent.tools must be built-in tools (BuiltinTools), MCP
 //     tools of a configured server (<server>__<tool>, mcp.servers) or valid
 //     globs such as github__* (ToolNameProblem; built-ins are enabled by exact

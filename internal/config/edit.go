@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -32,6 +33,26 @@ func UnsetInFile(path, key string) error {
 	return editFile(path, key, os.LookupEnv, true, (*yamledit.Editor).Unset)
 }
 
+// EditText returns the file at path before and after setting key to value
+// (unset: removing it), without writing anything and without loading the
+// result: for an editor that has the result checked elsewhere (`config set`
+// asks the running daemon, which loads it in its own environment; see
+// WriteVerified). The file must parse as YAML and the key must be in the
+// schema (or, to unset, in the file). An edit that changes nothing returns
+// after equal to before.
+func EditText(path, key, value string, unset bool) (before, after []byte, err error) {
+	before, err = ReadFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	op := func(e *yamledit.Editor) error { return e.Set(value) }
+	if unset {
+		op = (*yamledit.Editor).Unset
+	}
+	after, err = editData(path, before, key, unset, op)
+	return before, after, err
+}
+
 // editFile runs op on the file. removing allows a key unknown to the schema
 // when it is present in the file (so `config unset llm.modle` fixes a typo).
 func editFile(path, key string, env EnvFunc, removing bool, op func(*yamledit.Editor) error) error {
@@ -51,31 +72,9 @@ func editFile(path, key string, env EnvFunc, removing bool, op func(*yamledit.Ed
 	default:
 		return fmt.Errorf("config: read %s: %w", path, err)
 	}
-	segs, leaf, err := schemaPath(key)
-	if err != nil {
-		// An unknown key can still be removed when it is in the file (the
-		// way to fix a typo from the CLI); otherwise report the schema error.
-		if !removing || !yamledit.HasKey(data, key) {
-			return fmt.Errorf("config: %s: %w", key, err)
-		}
-		segs, leaf = nil, reflect.TypeFor[string]()
-		for _, p := range strings.Split(key, ".") {
-			segs = append(segs, seg{kind: segField, name: p})
-		}
-	}
-	e, err := newEditor(displayName(path), data, segs, leaf, key)
-	if err != nil {
+	out, err := editData(path, data, key, removing, op)
+	if err != nil || bytes.Equal(out, data) {
 		return err
-	}
-	if err := op(e); err != nil {
-		if errors.Is(err, yamledit.ErrNoChange) {
-			return nil
-		}
-		return fmt.Errorf("config: %s: %w", key, err)
-	}
-	out, err := e.Result()
-	if err != nil {
-		return fmt.Errorf("config: %s: %w", key, err)
 	}
 	if _, err := Parse(path, out, env); err != nil {
 		return fmt.Errorf("config: refusing to change %s (the file is unchanged): %w", key, err)
@@ -84,6 +83,38 @@ func editFile(path, key string, env EnvFunc, removing bool, op func(*yamledit.Ed
 		return fmt.Errorf("config: write %s: %w", path, err)
 	}
 	return nil
+}
+
+// editData runs op on data, the file at path, and returns the edited text
+// (data itself when op changes nothing).
+func editData(path string, data []byte, key string, removing bool, op func(*yamledit.Editor) error) ([]byte, error) {
+	segs, leaf, err := schemaPath(key)
+	if err != nil {
+		// An unknown key can still be removed when it is in the file (the
+		// way to fix a typo from the CLI); otherwise report the schema error.
+		if !removing || !yamledit.HasKey(data, key) {
+			return nil, fmt.Errorf("config: %s: %w", key, err)
+		}
+		segs, leaf = nil, reflect.TypeFor[string]()
+		for _, p := range strings.Split(key, ".") {
+			segs = append(segs, seg{kind: segField, name: p})
+		}
+	}
+	e, err := newEditor(displayName(path), data, segs, leaf, key)
+	if err != nil {
+		return nil, err
+	}
+	if err := op(e); err != nil {
+		if errors.Is(err, yamledit.ErrNoChange) {
+			return data, nil
+		}
+		return nil, fmt.Errorf("config: %s: %w", key, err)
+	}
+	out, err := e.Result()
+	if err != nil {
+		return nil, fmt.Errorf("config: %s: %w", key, err)
+	}
+	return out, nil
 }
 
 // newEditor checks data as config.yaml (errors name file and line) and

@@ -2,6 +2,8 @@ package config
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -101,6 +103,7 @@ func ParseWith(reg *platform.Registry, path string, data []byte, env func(string
 	cfg := defaultWith(reg)
 	cfg.Path = path
 	cfg.src = newSourceMap()
+	cfg.digest = DigestOf(data)
 
 	root, err := parseYAML(file, data)
 	if err != nil {
@@ -178,6 +181,9 @@ func yamlError(file string, data []byte, err error) error {
 	if e := yamlHint(file, data, line, msg); e != nil {
 		return e
 	}
+	if e := placeSyntaxError(file, data, err.Error(), line, msg); e != nil {
+		return e
+	}
 	return &Error{File: file, Line: line, Msg: "invalid YAML: " + msg}
 }
 
@@ -207,4 +213,38 @@ func kindName(n *yaml.Node) string {
 		return "an alias"
 	}
 	return "nothing"
+}
+
+// DigestOf identifies the contents of a configuration file: the running
+// daemon's config (Config.Digest) and a file on disk with the same digest
+// hold the same text.
+func DigestOf(data []byte) string {
+	h := sha256.Sum256(data)
+	return hex.EncodeToString(h[:])
+}
+
+// Digest is DigestOf the bytes the configuration was parsed from; "" for a
+// Config built in code (Default).
+func (c *Config) Digest() string { return c.digest }
+
+// ParseLenient decodes what it can of data and validates nothing: every key
+// that decodes is set, the others keep their defaults (when the YAML does
+// not parse, the lines before the first that fails still count). It is for
+// reaching the running daemon while the file is invalid (server.listen,
+// server.admin_token, bot.data_dir), never for running anything.
+func ParseLenient(path string, data []byte, env EnvFunc) *Config {
+	cfg := Default()
+	cfg.Path = path
+	cfg.src = newSourceMap()
+	root, err := parseYAML(displayName(path), data)
+	if err != nil {
+		root = salvageYAML(data)
+	}
+	if root == nil {
+		return cfg
+	}
+	d := &decoder{reg: cfg.Platforms(), file: displayName(path), env: env, src: cfg.src}
+	d.decodeStruct(root, reflect.ValueOf(cfg).Elem(), "")
+	d.applyEnvDefaults(cfg)
+	return cfg
 }

@@ -81,6 +81,15 @@ func ReplaceFile(path string, data, ifUnchanged []byte) error {
 	if _, err := Parse(path, data, os.LookupEnv); err != nil {
 		return fmt.Errorf("config: refusing to write %s (the file is unchanged): %w", displayName(path), err)
 	}
+	return WriteVerified(path, data, ifUnchanged)
+}
+
+// WriteVerified writes data as the whole file at path, atomically and
+// keeping the file's mode, when ifUnchanged (if not nil) is still its
+// content. It does not load data: the caller has had it checked where it
+// will run (`config set` asks the running daemon, whose environment can
+// differ from the CLI's).
+func WriteVerified(path string, data, ifUnchanged []byte) error {
 	real := path
 	if p, err := filepath.EvalSymlinks(path); err == nil {
 		real = p

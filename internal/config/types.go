@@ -41,6 +41,9 @@ type Config struct {
 	// src records where each key came from in the file; nil for a Config
 	// built in code.
 	src *sourceMap
+	// digest identifies the bytes the configuration was parsed from
+	// (DigestOf); "" for a Config built in code.
+	digest string
 	// reg is the platform registry the config was built with (nil =
 	// platforms.Builtin).
 	reg *platform.Registry

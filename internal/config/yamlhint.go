@@ -2,7 +2,6 @@ package config
 
 import (
 	"bytes"
-	"strconv"
 	"strings"
 )
 
@@ -14,16 +13,16 @@ import (
 // holds it), and a tab used for indentation may be reported without a line.
 // When parsing fails, yamlHint looks for those two causes in the text and,
 // if it finds one, reports its line and column with a hint, keeping the
-// parser's own words at the end.
+// parser's own words (without its line) at the end. Other parser errors are
+// placed by placeSyntaxError (yamlplace.go).
 
 // yamlHint returns an *Error for a syntax error in data that yamlError could
 // place better, or nil. parserLine is the line the parser reported (0 when
 // none), parserMsg its message.
 func yamlHint(file string, data []byte, parserLine int, parserMsg string) *Error {
+	// The parser's line is left out: the hint names the line of the cause,
+	// and one message shows one line number.
 	said := "the YAML parser says: " + parserMsg
-	if parserLine > 0 {
-		said = "the YAML parser says: line " + strconv.Itoa(parserLine) + ": " + parserMsg
-	}
 	lines := bytes.Split(data, []byte("\n"))
 	if strings.Contains(parserMsg, "tab") || strings.Contains(parserMsg, "cannot start any token") || parserLine == 0 {
 		if l, c := firstIndentTab(lines); l > 0 {

@@ -180,6 +180,7 @@ func (d *Daemon) registerAdminAPI(mux *http.ServeMux, wrap func(http.Handler) ht
 	} {
 		mux.Handle(pattern, wrap(h))
 	}
+	d.registerConfigAPI(mux, wrap) // configcheck.go
 }
 
 // writeJSON answers v, or err as plain text (400 for ErrBadRequest).

@@ -3,40 +3,144 @@ package daemon
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // AdminTokenFile is the file in bot.data_dir where the daemon keeps a
-// random token for local CLI commands (mode 0600, new on every start). The
-// admin endpoints accept it besides server.admin_token, so `switchboard
+// random token for local CLI commands and the console's login (mode 0600).
+// The admin endpoints accept it besides server.admin_token, so `switchboard
 // pairing list` and `status` work against a daemon listening off loopback
 // (in a container, on 0.0.0.0) without a configured token: whoever can read
 // the data directory can read the database anyway.
+//
+// The token is made at the first start and kept across restarts, so an
+// operator logs in with the same one until it is rotated: `switchboard
+// token rotate` writes a new one to AdminTokenFile when the daemon is
+// stopped, and to AdminTokenNextFile while it runs. A running daemon keeps
+// the token it started with (the admin endpoints hold it), so the file the
+// CLI reads keeps naming that one; the daemon adopts the new token at its
+// next start, replacing AdminTokenFile. The token is never logged.
 const AdminTokenFile = "admin.token"
 
-// writeLocalToken creates a fresh token and writes it atomically to
-// <data_dir>/admin.token. It returns "" (and logs) when that fails; the
+// AdminTokenNextFile holds a token `switchboard token rotate` wrote while
+// the daemon ran, for the daemon's next start.
+const AdminTokenNextFile = "admin.token.next"
+
+// writeLocalToken returns the local admin token for this start: a pending
+// rotation adopted, else the token kept in <data_dir>/admin.token, else a
+// new one written there. It returns "" (and logs) when that fails; the
 // admin endpoints then need server.admin_token as before.
 func (d *Daemon) writeLocalToken() string {
-	var b [32]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		d.log.Warn("no local admin token", "err", err)
-		return ""
-	}
-	tok := hex.EncodeToString(b[:])
 	dir := d.config().ResolvePath(d.config().Bot.DataDir)
 	// With storage.backend postgres nothing else creates the data dir.
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		d.log.Warn("could not create the data dir for the local admin token; CLI commands need server.admin_token", "err", err)
 		return ""
 	}
-	if err := writeFile0600(filepath.Join(dir, AdminTokenFile), []byte(tok+"\n")); err != nil {
+	tok, how, err := LoadLocalToken(dir)
+	if err != nil {
 		d.log.Warn("could not write the local admin token; CLI commands need server.admin_token", "err", err)
 		return ""
 	}
+	switch how {
+	case TokenRotated:
+		d.log.Info("admin token rotated (switchboard token rotate): the console and the CLI use the new one", "file", filepath.Join(dir, AdminTokenFile))
+	case TokenNew:
+		d.log.Info("wrote a new admin token for the console and the CLI", "file", filepath.Join(dir, AdminTokenFile))
+	}
 	return tok
+}
+
+// How LoadLocalToken came by the token.
+const (
+	TokenKept    = "kept"    // the one in admin.token
+	TokenRotated = "rotated" // admin.token.next, now admin.token
+	TokenNew     = "new"     // none usable was there: a new one
+)
+
+// LoadLocalToken returns the admin token of data directory dir and how it
+// came by it: a pending rotation (AdminTokenNextFile) becomes AdminTokenFile;
+// else AdminTokenFile's token is kept (its mode tightened to 0600 if it was
+// looser); else a new token is written there. A file that holds no token
+// (empty, edited) is replaced by a new one.
+func LoadLocalToken(dir string) (tok, how string, err error) {
+	cur, next := filepath.Join(dir, AdminTokenFile), filepath.Join(dir, AdminTokenNextFile)
+	if t, ok := readToken(next); ok {
+		if err := os.Rename(next, cur); err != nil {
+			return "", "", fmt.Errorf("adopt the rotated admin token: %w", err)
+		}
+		return t, TokenRotated, os.Chmod(cur, 0o600)
+	}
+	_ = os.Remove(next) // unreadable or not a token: the rotation is lost, never half-used
+	if t, ok := readToken(cur); ok {
+		if fi, err := os.Stat(cur); err == nil && fi.Mode().Perm()&0o077 != 0 {
+			if err := os.Chmod(cur, 0o600); err != nil {
+				return "", "", fmt.Errorf("make %s private: %w", cur, err)
+			}
+		}
+		return t, TokenKept, nil
+	}
+	t, err := writeNewToken(cur)
+	return t, TokenNew, err
+}
+
+// RotateLocalToken writes a new admin token for data directory dir and
+// returns the file it wrote: AdminTokenNextFile when a daemon runs (it
+// adopts it at its next start), else AdminTokenFile at once (and a pending
+// rotation is dropped).
+func RotateLocalToken(dir string, running bool) (string, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("create the data dir %s: %w", dir, err)
+	}
+	if running {
+		path := filepath.Join(dir, AdminTokenNextFile)
+		_, err := writeNewToken(path)
+		return path, err
+	}
+	path := filepath.Join(dir, AdminTokenFile)
+	if _, err := writeNewToken(path); err != nil {
+		return "", err
+	}
+	if err := os.Remove(filepath.Join(dir, AdminTokenNextFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("drop the pending token: %w", err)
+	}
+	return path, nil
+}
+
+// readToken reads a token file; ok is false when it is missing, unreadable
+// or holds no token (64 hex digits).
+func readToken(path string) (string, bool) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", false
+	}
+	t := strings.TrimSpace(string(data))
+	if len(t) != 64 {
+		return "", false
+	}
+	if _, err := hex.DecodeString(t); err != nil {
+		return "", false
+	}
+	return t, true
+}
+
+// writeNewToken writes a fresh random token (32 bytes from crypto/rand, in
+// hex) to path, atomically and 0600.
+func writeNewToken(path string) (string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("make an admin token: %w", err)
+	}
+	tok := hex.EncodeToString(b[:])
+	if err := writeFile0600(path, []byte(tok+"\n")); err != nil {
+		return "", err
+	}
+	return tok, nil
 }
 
 func writeFile0600(path string, data []byte) error {

@@ -70,6 +70,13 @@ func BuildCore(cfg *config.Config, log *slog.Logger, client *http.Client) (*Core
 // file refers to that does not exist is an error (see LoadPersonaSet).
 func loadPersonas(cfg *config.Config, log *slog.Logger) (*personas.Set, error) {
 	dir := cfg.ResolvePath(cfg.Personas.Dir)
+	// Check before writing: a refused config leaves no files behind (the
+	// default personas.dir, ./data/personas, would create the data directory).
+	// The defaults written next are copies of the built-ins the check already
+	// counted, so they cannot change its outcome.
+	if _, _, err := LoadPersonaSet(cfg, dir); err != nil {
+		return nil, err
+	}
 	if written, err := personas.WriteDefaults(dir); err != nil {
 		log.Warn("could not write the default personas", "dir", dir, "err", err)
 	} else if len(written) > 0 {

@@ -24,6 +24,7 @@ import (
 	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/channels/console"
 	"github.com/switchboard-bot/switchboard/channels/hub"
+	"github.com/switchboard-bot/switchboard/channels/outbound"
 	"github.com/switchboard-bot/switchboard/channels/web"
 	"github.com/switchboard-bot/switchboard/heartbeat"
 	"github.com/switchboard-bot/switchboard/internal/config"
@@ -88,6 +89,7 @@ type Daemon struct {
 	sched    *heartbeat.Scheduler
 	metrics  *metrics.Metrics
 	handler  *hub.Handler
+	deliver  outbound.Router // heartbeat, jobs and alerts deliver through it, beside the hub
 	chans    []channels.Channel
 	opts     Options
 	term     *console.Terminal // the console: the terminal, or a headless one serving remote chats
@@ -147,6 +149,7 @@ func New(ctx context.Context, o Options) (*Daemon, error) {
 		core.Close()
 		return nil, err
 	}
+	out := outbound.New(core.Store, outbound.Options{Logger: o.Logger, Observer: d.metrics, MaxChunks: cfg.Agent.MaxAnswerChunks})
 	d.handler = hub.NewHandler(hub.HandlerOptions{
 		Claims:             d.sessionClaims(), // nil with bolt: one process
 		Store:              core.Store,
@@ -156,7 +159,7 @@ func New(ctx context.Context, o Options) (*Daemon, error) {
 		MaxMessageChars:    cfg.Agent.MaxMessageChars,
 		MaxTurnChars:       cfg.Agent.MaxTurnChars,
 		ApprovalTimeout:    cfg.Agent.ApprovalTimeout,
-		Outbound:           hub.NewOutbound(core.Store, hub.OutboundOptions{Logger: o.Logger, Observer: d.metrics, MaxChunks: cfg.Agent.MaxAnswerChunks}),
+		Outbound:           out,
 		Observer:           d.hubObserver(),
 		Personas:           core.Personas,
 		Admin:              hubAdmin{d},
@@ -165,6 +168,7 @@ func New(ctx context.Context, o Options) (*Daemon, error) {
 		Logger:             o.Logger,
 		Now:                o.Now,
 	})
+	d.deliver = outbound.Router{Out: out, Channels: d.handler.Channel}
 	if err := d.buildScheduler(core); err != nil {
 		d.closeCluster()
 		core.Close()

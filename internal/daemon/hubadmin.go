@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/switchboard-bot/switchboard/channels/hub"
+	"github.com/switchboard-bot/switchboard/channels/outbound"
 	"github.com/switchboard-bot/switchboard/heartbeat"
 )
 
@@ -17,7 +18,7 @@ type hubAdmin struct{ d *Daemon }
 // What the daemon hands the hub and the scheduler fits their interfaces.
 var (
 	_ hub.Admin             = hubAdmin{}
-	_ heartbeat.Deliverer   = (*hub.Handler)(nil)
+	_ heartbeat.Deliverer   = outbound.Router{}
 	_ heartbeat.BusyChecker = (*hub.Handler)(nil)
 )
 

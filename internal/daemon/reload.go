@@ -63,10 +63,18 @@ func (r ReloadResult) String() string {
 func (d *Daemon) Reload(ctx context.Context, who string) (ReloadResult, error) {
 	d.reloadMu.Lock()
 	defer d.reloadMu.Unlock()
+	return d.reloadLocked(ctx, who)
+}
+
+// reloadLocked is Reload with reloadMu held. The file is checked by
+// candidate, the same check `config set` asks for before it writes
+// (configcheck.go).
+func (d *Daemon) reloadLocked(ctx context.Context, who string) (ReloadResult, error) {
 	old := d.config()
-	next, err := config.Load(old.Path)
+	data, err := config.ReadFile(old.Path)
+	var next *config.Config
 	if err == nil {
-		_, _, err = LoadPersonaSet(next, next.ResolvePath(old.Personas.Dir))
+		next, err = d.candidate(old, data)
 	}
 	if err != nil {
 		err = fmt.Errorf("config rejected, the running config stays: %w", err)
@@ -166,14 +174,30 @@ func restartNeeded(old, next *config.Config) []string {
 	if old.Log.Format != next.Log.Format {
 		keys = append(keys, "log.format")
 	}
+	// The store and the cluster are opened once, with their options.
+	if changed(old.Storage, next.Storage) {
+		keys = append(keys, "storage")
+	}
+	if old.Cluster != next.Cluster {
+		keys = append(keys, "cluster")
+	}
+	if old.Retention != next.Retention {
+		keys = append(keys, "retention")
+	}
 	return keys
+}
+
+// agentChanged reports whether next needs a new agent (and its tools): llm,
+// agent, skills.dir or the time zone changed.
+func agentChanged(old, next *config.Config) bool {
+	return changed(old.LLM, next.LLM) || changed(old.Agent, next.Agent) || old.Bot.Timezone != next.Bot.Timezone ||
+		old.ResolvePath(old.Skills.Dir) != next.ResolvePath(next.Skills.Dir)
 }
 
 // rebuildAgent builds the agent (with its tools) for next when llm, agent,
 // skills.dir or the time zone changed; nil when nothing needs rebuilding.
 func (d *Daemon) rebuildAgent(old, next *config.Config) (*agent.Agent, error) {
-	if !changed(old.LLM, next.LLM) && !changed(old.Agent, next.Agent) && old.Bot.Timezone == next.Bot.Timezone &&
-		old.ResolvePath(old.Skills.Dir) == next.ResolvePath(next.Skills.Dir) {
+	if !agentChanged(old, next) {
 		return nil, nil
 	}
 	reg, err := toolRegistry(next, d.store, d.log)

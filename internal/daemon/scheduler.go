@@ -26,7 +26,7 @@ func (d *Daemon) buildScheduler(core *Core) error {
 		Location:  d.config().Bot.Location(),
 		Store:     core.Store,
 		Agent:     &d.agent,
-		Out:       d.handler,
+		Out:       d.deliver,
 		Busy:      d.handler,
 		// heartbeat.targets empty: direct chats only, never groups.
 		IsDirectAllowed: d.greetable,
@@ -131,7 +131,7 @@ func (d *Daemon) alertAdmins(ctx context.Context, text string) {
 		if !ok {
 			continue
 		}
-		if _, err := d.handler.Deliver(ctx, t, "", text); err != nil {
+		if _, err := d.deliver.Deliver(ctx, t, "", text); err != nil {
 			d.log.Warn("alert admin", "admin", a, "err", err)
 		}
 	}

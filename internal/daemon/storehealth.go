@@ -9,9 +9,10 @@ package daemon
 //     a successful probe marks it available again;
 //   - probeStore, which runs the store's Probe every cluster.lease_ttl/3
 //     (default 5 s), traffic or not, each bounded by the same interval, so
-//     an outage shows within lease_ttl. A probe that does not return in
-//     time (a hung disk under bolt, whose writes cannot be interrupted)
-//     counts as a failure until a probe returns.
+//     an outage shows within lease_ttl. A probe that has not returned by
+//     the next tick (a hung disk under bolt, whose writes cannot be
+//     interrupted) counts as a failure until a probe returns; one that is
+//     merely late (a busy machine) does not.
 //
 // The outcome is /readyz's "store: unavailable since …" line, the storage
 // line of /status and the switchboard_storage_up gauge. Failing writes on a
@@ -21,7 +22,6 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -73,11 +73,20 @@ func (d *Daemon) probeStorage(ctx context.Context) {
 }
 
 // probeStore runs one store probe bounded by timeout. It waits for the
-// probe at most timeout; one that has not returned by then is marked stuck
-// and left to finish on its own (no second probe starts meanwhile).
+// probe at most timeout; one that has not returned by then is left to
+// finish on its own (no second probe starts meanwhile), and is marked stuck
+// if it is still running at the next tick.
 func (d *Daemon) probeStore(ctx context.Context, timeout time.Duration) {
 	p, ok := d.store.(memory.Prober)
-	if !ok || !d.probe.running.CompareAndSwap(false, true) {
+	if !ok {
+		return
+	}
+	if !d.probe.running.CompareAndSwap(false, true) {
+		// The last probe has not returned for a whole interval: stuck.
+		s := &stuckProbe{since: d.opts.Now(), reason: fmt.Sprintf("the store has not answered its probe for more than %s", timeout)}
+		if d.probe.stuck.CompareAndSwap(nil, s) {
+			d.log.Error("data store unavailable; /readyz answers 503 until a probe succeeds", "store", d.store.Path(), "err", s.reason)
+		}
 		return
 	}
 	pctx, cancel := context.WithTimeout(ctx, timeout)
@@ -95,18 +104,6 @@ func (d *Daemon) probeStore(ctx context.Context, timeout time.Duration) {
 	select {
 	case <-done:
 	case <-pctx.Done():
-		if ctx.Err() != nil || !errors.Is(pctx.Err(), context.DeadlineExceeded) {
-			return
-		}
-		select {
-		case <-done: // returned just now
-			return
-		default:
-		}
-		s := &stuckProbe{since: d.opts.Now(), reason: fmt.Sprintf("the store did not answer its probe within %s", timeout)}
-		if d.probe.stuck.CompareAndSwap(nil, s) {
-			d.log.Error("data store unavailable; /readyz answers 503 until a probe succeeds", "store", d.store.Path(), "err", s.reason)
-		}
 	}
 }
 

@@ -174,9 +174,10 @@ func (b consoleBackend) Cluster(ctx context.Context) (cluster.Status, bool, erro
 	return st, true, err
 }
 
-// CheckConfig runs the persona checks start and reload run on a candidate
-// config (its personas directory as it is now).
+// CheckConfig runs on a candidate config (parsed in the daemon's
+// environment) the checks a reload runs beyond parsing, against the
+// personas directory in force: what `config set` asks of the running daemon
+// too (configcheck.go).
 func (b consoleBackend) CheckConfig(cfg *config.Config) error {
-	_, _, err := LoadPersonaSet(cfg, cfg.ResolvePath(cfg.Personas.Dir))
-	return err
+	return b.d.vet(b.d.config(), cfg)
 }

@@ -44,11 +44,12 @@ type auth struct {
 	byID   map[string]*loginSession
 	perIP  map[string]*rate.Limiter
 	global *rate.Limiter
+	links  *onceLinks // one-time login links (oncelink.go)
 }
 
 func newAuth(o Options) *auth {
 	return &auth{o: o, byID: map[string]*loginSession{}, perIP: map[string]*rate.Limiter{},
-		global: rate.NewLimiter(rate.Limit(float64(o.LoginGlobal)/60), o.LoginGlobal)}
+		global: rate.NewLimiter(rate.Limit(float64(o.LoginGlobal)/60), o.LoginGlobal), links: newOnceLinks()}
 }
 
 func randomToken() string {
@@ -135,6 +136,11 @@ func (a *auth) allowLogin(ip string) bool {
 	now := a.o.Now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	return a.limiterLocked(ip).AllowN(now, 1) && a.global.AllowN(now, 1)
+}
+
+// limiterLocked is ip's login rate limiter (a.mu held).
+func (a *auth) limiterLocked(ip string) *rate.Limiter {
 	l := a.perIP[ip]
 	if l == nil {
 		if len(a.perIP) >= 4096 { // bounded: forget every address at once
@@ -143,7 +149,7 @@ func (a *auth) allowLogin(ip string) bool {
 		l = rate.NewLimiter(rate.Limit(float64(a.o.LoginPerIP)/60), a.o.LoginPerIP)
 		a.perIP[ip] = l
 	}
-	return l.AllowN(now, 1) && a.global.AllowN(now, 1)
+	return l
 }
 
 // require lets a request through only with a live session, and a POST only
@@ -241,6 +247,10 @@ type loginData struct {
 }
 
 func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Query().Has("once") { // a one-time link (oncelink.go)
+		s.onceLogin(w, r, r.URL.Query().Get("once"))
+		return
+	}
 	if s.auth.lookup(r) != nil {
 		http.Redirect(w, r, "/ui/", http.StatusSeeOther)
 		return
@@ -279,10 +289,16 @@ func (s *Server) loginPost(w http.ResponseWriter, r *http.Request) {
 		s.renderLogin(w, r, http.StatusUnauthorized, next, "That is not the admin token.")
 		return
 	}
+	s.startSession(w, r, "from "+clientIP(r), next)
+}
+
+// startSession logs the browser in (a new session cookie), audits detail
+// and sends it to next.
+func (s *Server) startSession(w http.ResponseWriter, r *http.Request, detail, next string) {
 	sess := s.auth.create()
 	setCookie(w, r, preCookie, "", -1)
 	setCookie(w, r, sessionCookie, sess.id, 0)
-	s.audit(r.Context(), "ui.login", "", "from "+clientIP(r), "")
+	s.audit(r.Context(), "ui.login", "", detail, "")
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 

@@ -19,8 +19,10 @@
 //
 // Design decisions:
 //
-//   - Login takes the admin token: server.admin_token, or the per-start
-//     token the daemon writes to <data_dir>/admin.token (Backend.Tokens).
+//   - Login takes the admin token: server.admin_token, or the token the
+//     daemon keeps in <data_dir>/admin.token (Backend.Tokens), or a
+//     one-time link `switchboard console` asks for with that token
+//     (oncelink.go: single use, minutes long, kept hashed in memory).
 //     Success gives a random session id in an HttpOnly, SameSite=Strict
 //     cookie (Secure when the request came over TLS; proxy headers are not
 //     trusted), kept in a bounded server-side table with a sliding expiry

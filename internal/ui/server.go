@@ -56,8 +56,10 @@ type Backend interface {
 	ResetSession(ctx context.Context, key, actor string) error
 	// Reload re-reads config.yaml and the personas and says what changed.
 	Reload(ctx context.Context, who string) (string, error)
-	// CheckConfig runs the checks beyond the file itself that start and
-	// reload run (persona names the config refers to), with file:line.
+	// CheckConfig runs the checks beyond the file itself that a reload
+	// runs (persona names the config refers to, against the personas
+	// directory in force), with file:line: the daemon's one check, which
+	// `config set` asks for too.
 	CheckConfig(cfg *config.Config) error
 	// Cluster is the replicas and leases as the shared database sees them;
 	// ok is false on a single host (bolt), where the overview shows none.
@@ -173,6 +175,7 @@ func (s *Server) routes() {
 	m.Handle("GET /ui/static/", s.headers(http.StripPrefix("/ui/static/", staticHandler(static))))
 	m.Handle("GET /ui/login", s.headers(http.HandlerFunc(s.loginPage)))
 	m.Handle("POST /ui/login", s.headers(http.HandlerFunc(s.loginPost)))
+	m.Handle("POST /ui/login/link", s.headers(http.HandlerFunc(s.mintLink))) // oncelink.go
 	m.Handle("GET /{$}", http.RedirectHandler("/ui/", http.StatusSeeOther))
 	for pattern, h := range map[string]http.HandlerFunc{
 		"POST /ui/logout":               s.logout,

@@ -16,9 +16,12 @@ import (
 var _ memory.Prober = (*Store)(nil)
 
 // Probe asks the server for SELECT 1 (over a pooled connection, or a new
-// one when the pool's were lost) and records the outcome: a failure, the
-// probe's own deadline included, marks the store unavailable, a success
-// available again. A canceled ctx (shutdown) records nothing.
+// one when the pool's were lost) and records the outcome: a failure marks
+// the store unavailable, a success available again. A probe that runs out
+// of its own deadline marks it only when the probe before it ran out of
+// time too: one slow answer on a busy machine is not an outage (a probe
+// every lease_ttl/3 still shows a hung server within lease_ttl). A canceled
+// ctx (shutdown) records nothing.
 func (s *Store) Probe(ctx context.Context) error {
 	const op = "probe"
 	if err := s.begin(ctx, op); err != nil {
@@ -28,12 +31,18 @@ func (s *Store) Probe(ctx context.Context) error {
 	err := s.pool.QueryRow(ctx, "SELECT 1").Scan(&one)
 	switch {
 	case err == nil:
+		s.slowProbe.Store(false)
 		if outage, ended := s.health.Recover(s.now()); ended {
 			s.log.Info("data store available again", "store", s.path, "unavailable_for", outage)
 		}
 		return nil
 	case s.closed.Load() || errors.Is(ctx.Err(), context.Canceled):
 		return s.wrap(op, err)
+	case errors.Is(err, context.DeadlineExceeded) && !s.slowProbe.Swap(true):
+		return s.wrap(op, err) // the first probe out of time in a row
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		s.slowProbe.Store(false)
 	}
 	err = s.wrap(op, err)
 	s.unavailable(err)

@@ -83,6 +83,9 @@ type Store struct {
 	closeOnce sync.Once
 
 	health memory.HealthState // availability (health.go)
+	// slowProbe is set while the last probe ran out of its deadline
+	// (health.go: two in a row mark the store unavailable).
+	slowProbe atomic.Bool
 }
 
 // Compile-time check that *Store is a complete memory.Store.

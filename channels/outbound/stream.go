@@ -1,4 +1,4 @@
-package hub
+package outbound
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 // reply does not start with a one-word message.
 const streamMinChars = 24
 
-// streamer grows a draft reply on an Editor channel as text deltas arrive:
+// Streamer grows a draft reply on an Editor channel as text deltas arrive:
 // the first chunk is sent once some text exists, then edited at most once per
 // EditInterval; when the text outgrows one chunk the next chunk becomes a new
 // message (rollover). Drafts are recorded in the outbox under the turn id, so
@@ -25,7 +25,7 @@ const streamMinChars = 24
 // draft whose send has no receipt is looked up through a Verifier channel.
 // Drafts are capped at the Outbound's MaxChunks; past that the streamer stops
 // and the final delivery adds TruncatedNote. Stop ends the goroutine; it is
-// idempotent.
+// idempotent. Outbound.Stream starts one.
 //
 // Where the channel can preview (channels.Previewer: Telegram's private
 // chats), the streamer shows the chunk being written as an ephemeral preview
@@ -33,7 +33,7 @@ const streamMinChars = 24
 // final delivery, so a crash mid-answer leaves no fragment in the chat. A
 // turn whose earlier run left drafts, or a channel that turns out not to
 // support previews (ErrNoPreviews), streams by edits.
-type streamer struct {
+type Streamer struct {
 	out      *Outbound
 	ch       channels.Channel
 	ed       channels.Editor
@@ -63,8 +63,21 @@ type draft struct {
 	id, shown string
 }
 
-func startStreamer(ctx context.Context, out *Outbound, ch channels.Channel, ed channels.Editor, d Delivery) *streamer {
-	s := &streamer{out: out, ch: ch, ed: ed, d: d, interval: ed.EditInterval(),
+// Stream starts streaming the answer of d (its Target, ReplyTo and TurnID;
+// Markdown is unused) to ch, which must be a channels.Editor: ok is false,
+// and nothing is started, for a channel that cannot edit. The caller feeds
+// text deltas with Append, calls Stop when the turn ends and then delivers
+// the answer with Deliver, which edits the drafts into it.
+func (o *Outbound) Stream(ctx context.Context, ch channels.Channel, d Delivery) (s *Streamer, ok bool) {
+	ed, ok := ch.(channels.Editor)
+	if !ok {
+		return nil, false
+	}
+	return startStreamer(ctx, o, ch, ed, d), true
+}
+
+func startStreamer(ctx context.Context, out *Outbound, ch channels.Channel, ed channels.Editor, d Delivery) *Streamer {
+	s := &Streamer{out: out, ch: ch, ed: ed, d: d, interval: ed.EditInterval(),
 		wake: make(chan struct{}, 1), stopCh: make(chan struct{}), done: make(chan struct{})}
 	if s.interval <= 0 {
 		s.interval = time.Second
@@ -77,7 +90,7 @@ func startStreamer(ctx context.Context, out *Outbound, ch channels.Channel, ed c
 }
 
 // Append adds streamed text.
-func (s *streamer) Append(delta string) {
+func (s *Streamer) Append(delta string) {
 	s.mu.Lock()
 	s.text += delta
 	s.dirty = true
@@ -89,7 +102,7 @@ func (s *streamer) Append(delta string) {
 }
 
 // Reset discards text streamed so far (it preceded a tool call).
-func (s *streamer) Reset() {
+func (s *Streamer) Reset() {
 	s.mu.Lock()
 	s.text = ""
 	s.dirty = false
@@ -98,12 +111,12 @@ func (s *streamer) Reset() {
 }
 
 // Stop ends streaming and waits for the goroutine; idempotent.
-func (s *streamer) Stop() {
+func (s *Streamer) Stop() {
 	s.stopOnce.Do(func() { close(s.stopCh) })
 	<-s.done
 }
 
-func (s *streamer) loop(ctx context.Context) {
+func (s *Streamer) loop(ctx context.Context) {
 	defer close(s.done)
 	s.adopt(ctx)
 	var last time.Time
@@ -144,7 +157,7 @@ func (s *streamer) loop(ctx context.Context) {
 }
 
 // adopt loads the drafts an earlier run of the turn left in this chat.
-func (s *streamer) adopt(ctx context.Context) {
+func (s *Streamer) adopt(ctx context.Context) {
 	s.drafts = map[int]draft{}
 	state, err := s.out.turnState(ctx, s.d)
 	if err != nil {
@@ -168,7 +181,7 @@ func (s *streamer) adopt(ctx context.Context) {
 	}
 }
 
-func (s *streamer) render(ctx context.Context, text string) {
+func (s *Streamer) render(ctx context.Context, text string) {
 	chunks := s.ch.Format(text)
 	if max := s.out.MaxChunks(); len(chunks) > max {
 		chunks = chunks[:max]
@@ -219,7 +232,7 @@ func (s *streamer) render(ctx context.Context, text string) {
 // chunk is its own preview. It reports false when the channel does not
 // support previews after all. Other failures are logged and skipped: a
 // preview is a courtesy, the answer is sent anyway.
-func (s *streamer) preview(ctx context.Context, chunks []channels.Chunk) bool {
+func (s *Streamer) preview(ctx context.Context, chunks []channels.Chunk) bool {
 	if len(chunks) == 0 {
 		return true
 	}
@@ -248,8 +261,10 @@ func previewID(turnID string, i int) int64 {
 	return int64(h.Sum32()>>1)<<6 + int64(i%64) + 1
 }
 
-// quiet reports, after Stop, whether the streamer neither sent a draft nor
-// found records of an earlier run of the turn.
-func (s *streamer) quiet() bool {
+// Quiet stops the streamer (Stop) and reports whether it neither sent a
+// draft nor found records of an earlier run of the turn: nothing of the
+// answer can be on the platform yet (previews are not messages).
+func (s *Streamer) Quiet() bool {
+	s.Stop()
 	return len(s.drafts) == 0 && len(s.prior) == 0
 }

@@ -1,4 +1,4 @@
-package hub
+package outbound
 
 import (
 	"context"
@@ -45,7 +45,7 @@ func (o *Outbound) turnState(ctx context.Context, d Delivery) (map[int]chunkReco
 		if cur.last.ID == 0 || r.ID > cur.last.ID {
 			cur.last = r
 		}
-		if r.Status == OutboxDelivered && r.PlatformID != "" && (!cur.hasMsg || r.ID > cur.msg.ID) {
+		if r.Status == memory.OutboxDelivered && r.PlatformID != "" && (!cur.hasMsg || r.ID > cur.msg.ID) {
 			cur.msg, cur.hasMsg = r, true
 		}
 		out[r.Chunk] = cur
@@ -57,7 +57,7 @@ func (o *Outbound) turnState(ctx context.Context, d Delivery) (map[int]chunkReco
 // without a receipt and no earlier send of the chunk is known to have landed:
 // the process died during the platform call.
 func (c chunkRecords) unconfirmed() bool {
-	return !c.hasMsg && c.last.ID != 0 && c.last.Status == OutboxPending
+	return !c.hasMsg && c.last.ID != 0 && c.last.Status == memory.OutboxPending
 }
 
 // supersede turns the drafts of chunks n and beyond, which the final answer

@@ -1,4 +1,4 @@
-package hub
+package outbound
 
 import (
 	"strings"
@@ -7,13 +7,20 @@ import (
 	"github.com/switchboard-bot/switchboard/channels"
 )
 
-// DefaultMaxAnswerChunks is how many platform messages one answer may take
-// when OutboundOptions.MaxChunks is unset (config agent.max_answer_chunks).
-const DefaultMaxAnswerChunks = 8
+// DefaultMaxChunks is how many platform messages one answer may take when
+// Options.MaxChunks is unset (config agent.max_answer_chunks).
+const DefaultMaxChunks = 8
 
 // TruncatedNote ends the last delivered chunk of an answer that was cut to
 // the chunk cap. It is Markdown, formatted by the channel like the answer.
 const TruncatedNote = "… (answer truncated: too long)"
+
+// Format formats markdown through ch and caps it at MaxChunks messages, as
+// Deliver does (capFormat); truncated reports a cut. The hub uses it to
+// prepare an answer's first chunk before the turn's commit.
+func (o *Outbound) Format(ch channels.Channel, markdown string) (chunks []channels.Chunk, truncated bool) {
+	return capFormat(ch, markdown, o.MaxChunks())
+}
 
 // capFormat formats md through ch and bounds the result to max chunks. An
 // answer that needs more is cut at a word boundary and ends with

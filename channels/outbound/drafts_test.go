@@ -1,4 +1,4 @@
-package hub_test
+package outbound_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 
 	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/channels/console"
-	"github.com/switchboard-bot/switchboard/channels/hub"
+	"github.com/switchboard-bot/switchboard/channels/outbound"
 	"github.com/switchboard-bot/switchboard/memory"
 	"github.com/switchboard-bot/switchboard/memory/bolt"
 )
@@ -37,11 +37,11 @@ func TestUnconfirmedDraftIsEditedIntoTheAnswer(t *testing.T) {
 	}
 	ch.landed["The answer starts like"] = id
 	if _, err := st.OutboxIntent(ctx, memory.OutboxRecord{Target: target.String(), TurnID: "in-1", Chunk: 0,
-		Text: "The answer starts like", Status: hub.OutboxPending}); err != nil {
+		Text: "The answer starts like", Status: memory.OutboxPending}); err != nil {
 		t.Fatal(err)
 	}
-	out := hub.NewOutbound(st, hub.OutboundOptions{})
-	ids, err := out.Deliver(ctx, ch, hub.Delivery{Target: target, TurnID: "in-1", Markdown: "The answer starts like this and ends here."})
+	out := outbound.New(st, outbound.Options{})
+	ids, err := out.Deliver(ctx, ch, outbound.Delivery{Target: target, TurnID: "in-1", Markdown: "The answer starts like this and ends here."})
 	if err != nil || len(ids) != 1 || ids[0] != id {
 		t.Fatalf("Deliver = %v, %v; want the draft %s", ids, err, id)
 	}
@@ -62,11 +62,11 @@ func TestDraftsOfAnotherTargetAreNotEdited(t *testing.T) {
 	old := channels.Target{Channel: "memory", ChatID: "old"}
 	moved := channels.Target{Channel: "memory", ChatID: "new"}
 	ch := console.NewMemory("memory", 4000, 0)
-	out := hub.NewOutbound(st, hub.OutboundOptions{})
-	if _, err := out.Deliver(ctx, ch, hub.Delivery{Target: old, TurnID: "in-1", Markdown: "draft in the old chat"}); err != nil {
+	out := outbound.New(st, outbound.Options{})
+	if _, err := out.Deliver(ctx, ch, outbound.Delivery{Target: old, TurnID: "in-1", Markdown: "draft in the old chat"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := out.Deliver(ctx, ch, hub.Delivery{Target: moved, TurnID: "in-1", Markdown: "the answer"}); err != nil {
+	if _, err := out.Deliver(ctx, ch, outbound.Delivery{Target: moved, TurnID: "in-1", Markdown: "the answer"}); err != nil {
 		t.Fatal(err)
 	}
 	if got := ch.Sent(old.String()); len(got) != 1 || got[0].Text != "draft in the old chat" {
@@ -92,14 +92,14 @@ func TestDeliverCapsLongAnswers(t *testing.T) {
 		{"one chunk", 1, long, 1, true},
 		{"three chunks", 3, long, 3, true},
 		{"fits exactly", 3, fits, 3, false},
-		{"default cap", 0, strings.Repeat("word ", 4000), hub.DefaultMaxAnswerChunks, true},
+		{"default cap", 0, strings.Repeat("word ", 4000), outbound.DefaultMaxChunks, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ch := console.NewMemory("memory", 1000, 0)
-			out := hub.NewOutbound(nil, hub.OutboundOptions{MaxChunks: tc.max})
+			out := outbound.New(nil, outbound.Options{MaxChunks: tc.max})
 			target := channels.Target{Channel: "memory", ChatID: "c"}
-			if _, err := out.Deliver(context.Background(), ch, hub.Delivery{Target: target, Markdown: tc.text}); err != nil {
+			if _, err := out.Deliver(context.Background(), ch, outbound.Delivery{Target: target, Markdown: tc.text}); err != nil {
 				t.Fatal(err)
 			}
 			sent := ch.Sent("")
@@ -107,14 +107,14 @@ func TestDeliverCapsLongAnswers(t *testing.T) {
 				t.Fatalf("%d messages, want %d", len(sent), tc.wantCount)
 			}
 			last := sent[len(sent)-1].Text
-			if got := strings.HasSuffix(last, hub.TruncatedNote); got != tc.truncated {
+			if got := strings.HasSuffix(last, outbound.TruncatedNote); got != tc.truncated {
 				t.Errorf("last message ends with the note: %v, want %v (…%q)", got, tc.truncated, last[max(0, len(last)-60):])
 			}
 			var all strings.Builder
 			for _, s := range sent {
 				all.WriteString(s.Text)
 			}
-			if n := strings.Count(all.String(), hub.TruncatedNote); tc.truncated && n != 1 {
+			if n := strings.Count(all.String(), outbound.TruncatedNote); tc.truncated && n != 1 {
 				t.Errorf("the note appears %d times, want once", n)
 			}
 		})

@@ -1,4 +1,4 @@
-package hub
+package outbound
 
 import (
 	"context"
@@ -55,7 +55,7 @@ func (run *deliveryRun) send(ctx context.Context, ch channels.Channel, i int, c 
 	recID := intent
 	if recID == 0 && o.outbox != nil && d.TurnID != "" {
 		id, err := run.recordIntent(ctx, memory.OutboxRecord{Target: d.Target.String(), TurnID: d.TurnID,
-			Chunk: i, Text: c.Text, Status: OutboxPending})
+			Chunk: i, Text: c.Text, Status: memory.OutboxPending})
 		if err != nil {
 			return "", fmt.Errorf("record send intent: %w", err)
 		}
@@ -68,9 +68,9 @@ func (run *deliveryRun) send(ctx context.Context, ch channels.Channel, i int, c 
 		return s, err
 	})
 	if recID != 0 && o.outbox != nil {
-		r := memory.Receipt{ID: recID, Status: OutboxDelivered, PlatformID: pid}
+		r := memory.Receipt{ID: recID, Status: memory.OutboxDelivered, PlatformID: pid}
 		if err != nil {
-			r.Status, r.Error = OutboxFailed, err.Error()
+			r.Status, r.Error = memory.OutboxFailed, err.Error()
 		}
 		run.pending = append(run.pending, r)
 		if !run.fold || err != nil {

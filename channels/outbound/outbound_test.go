@@ -1,4 +1,4 @@
-package hub_test
+package outbound_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 
 	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/channels/console"
-	"github.com/switchboard-bot/switchboard/channels/hub"
+	"github.com/switchboard-bot/switchboard/channels/outbound"
 	"github.com/switchboard-bot/switchboard/memory"
 	"github.com/switchboard-bot/switchboard/memory/bolt"
 )
@@ -44,15 +44,15 @@ func TestUnconfirmedChunkIsVerifiedBeforeResending(t *testing.T) {
 	target := channels.Target{Channel: "memory", ChatID: "c1"}
 	for _, text := range []string{"landed before the crash", "lost in the crash"} {
 		if _, err := st.OutboxIntent(ctx, memory.OutboxRecord{Target: target.String(), TurnID: "t-" + text,
-			Chunk: 0, Text: text, Status: hub.OutboxPending}); err != nil {
+			Chunk: 0, Text: text, Status: memory.OutboxPending}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	ch := &verifyingChannel{Memory: console.NewMemory("memory", 4000, 0),
 		landed: map[string]string{"landed before the crash": "p-77"}}
-	out := hub.NewOutbound(st, hub.OutboundOptions{})
+	out := outbound.New(st, outbound.Options{})
 
-	ids, err := out.Deliver(ctx, ch, hub.Delivery{Target: target, TurnID: "t-landed before the crash", Markdown: "landed before the crash"})
+	ids, err := out.Deliver(ctx, ch, outbound.Delivery{Target: target, TurnID: "t-landed before the crash", Markdown: "landed before the crash"})
 	if err != nil || len(ids) != 1 || ids[0] != "p-77" {
 		t.Fatalf("Deliver = %v, %v; want the id found on the platform", ids, err)
 	}
@@ -60,11 +60,11 @@ func TestUnconfirmedChunkIsVerifiedBeforeResending(t *testing.T) {
 		t.Fatalf("a chunk that had arrived was sent again: %+v", sent)
 	}
 	recs, _ := st.OutboxForTurn(ctx, "t-landed before the crash")
-	if len(recs) != 1 || recs[0].Status != hub.OutboxDelivered || recs[0].PlatformID != "p-77" {
+	if len(recs) != 1 || recs[0].Status != memory.OutboxDelivered || recs[0].PlatformID != "p-77" {
 		t.Fatalf("outbox = %+v; want the found receipt recorded", recs)
 	}
 
-	if _, err := out.Deliver(ctx, ch, hub.Delivery{Target: target, TurnID: "t-lost in the crash", Markdown: "lost in the crash"}); err != nil {
+	if _, err := out.Deliver(ctx, ch, outbound.Delivery{Target: target, TurnID: "t-lost in the crash", Markdown: "lost in the crash"}); err != nil {
 		t.Fatal(err)
 	}
 	if sent := ch.Sent(""); len(sent) != 1 || sent[0].Text != "lost in the crash" {

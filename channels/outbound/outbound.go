@@ -1,4 +1,4 @@
-package hub
+package outbound
 
 import (
 	"context"
@@ -21,13 +21,6 @@ type Outbox interface {
 	OutboxForTurn(ctx context.Context, turnID string) ([]memory.OutboxRecord, error)
 }
 
-// Outbox record statuses.
-const (
-	OutboxPending   = "pending"
-	OutboxDelivered = "delivered"
-	OutboxFailed    = "failed"
-)
-
 // Delivery is one answer to deliver.
 type Delivery struct {
 	Target   channels.Target
@@ -36,10 +29,11 @@ type Delivery struct {
 	Markdown string
 	// Done are the inbox items this delivery finishes: with a
 	// memory.Lifecycle store they are cleared in the same transaction as the
-	// last chunk's receipt (deliver reports whether that happened).
+	// last chunk's receipt (DeliverDone reports whether that happened).
 	Done []uint64
 	// Prepared, if set, is the answer's first send intent, committed with the
-	// turn (commit.go): chunk 0 is sent without a write of its own.
+	// turn (channels/hub, commit.go): chunk 0 is sent without a write of its
+	// own.
 	Prepared *Prepared
 }
 
@@ -50,8 +44,8 @@ type Prepared struct {
 	Paced  bool             // chunk 0's send slot was taken before the commit
 }
 
-// OutboundStats counts what the outbound path did.
-type OutboundStats struct {
+// Stats counts what an Outbound did since start.
+type Stats struct {
 	Sent, Edited, Retried, Failed, Resent uint64
 	// LastFailure describes the latest failed delivery ("" if none yet):
 	// when, the target and the platform's error text, for /status.
@@ -73,14 +67,14 @@ type Outbound struct {
 	maxDelay    time.Duration
 	maxWait     time.Duration
 	maxChunks   atomic.Int64
-	obs         DeliveryObserver
+	obs         Observer
 
 	sent, edited, retried, failed, resent atomic.Uint64
-	lastFailure                           atomic.Pointer[string] // OutboundStats.LastFailure
+	lastFailure                           atomic.Pointer[string] // Stats.LastFailure
 }
 
-// OutboundOptions configures an Outbound. Zero values take defaults.
-type OutboundOptions struct {
+// Options configures an Outbound. Zero values take defaults.
+type Options struct {
 	Logger      *slog.Logger
 	Sleep       func(ctx context.Context, d time.Duration) error // default: a timer that honours ctx
 	MaxAttempts int                                              // default 6
@@ -88,21 +82,35 @@ type OutboundOptions struct {
 	MaxDelay    time.Duration                                    // default 30s
 	MaxWait     time.Duration                                    // longest retry_after honoured, default 5m
 	// Observer counts deliveries for metrics (optional).
-	Observer DeliveryObserver
+	Observer Observer
 	// MaxChunks caps the platform messages of one answer (streamed drafts
 	// and the final delivery); a longer answer is cut and ends with
-	// TruncatedNote. Default DefaultMaxAnswerChunks.
+	// TruncatedNote. Default DefaultMaxChunks.
 	MaxChunks int
 }
 
-// DeliveryObserver receives delivery events (metrics).
-type DeliveryObserver interface {
+// Observer receives delivery events (metrics). Methods must be fast and
+// safe for concurrent use.
+type Observer interface {
 	ChunkSent(channel string)
 	Delivery(outcome string) // retried | failed | resent
 }
 
-// NewOutbound returns an Outbound recording into outbox (which may be nil).
-func NewOutbound(outbox Outbox, o OutboundOptions) *Outbound {
+type nopObserver struct{}
+
+func (nopObserver) ChunkSent(string) {}
+func (nopObserver) Delivery(string)  {}
+
+// Compile-time checks.
+var (
+	_ Observer = nopObserver{}
+	_ Outbox   = (*receiptOutbox)(nil)
+	_ Outbox   = memory.Store(nil) // every store records deliveries
+)
+
+// New returns an Outbound recording into outbox (which may be nil: nothing
+// is recorded, nothing is checked against earlier sends).
+func New(outbox Outbox, o Options) *Outbound {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -137,10 +145,10 @@ func NewOutbound(outbox Outbox, o OutboundOptions) *Outbound {
 }
 
 // SetMaxChunks changes the cap on one answer's platform messages (config
-// reload); n <= 0 means DefaultMaxAnswerChunks.
+// reload); n <= 0 means DefaultMaxChunks.
 func (o *Outbound) SetMaxChunks(n int) {
 	if n <= 0 {
-		n = DefaultMaxAnswerChunks
+		n = DefaultMaxChunks
 	}
 	o.maxChunks.Store(int64(n))
 }
@@ -164,8 +172,8 @@ func SleepContext(ctx context.Context, d time.Duration) error {
 }
 
 // Stats returns counters since start.
-func (o *Outbound) Stats() OutboundStats {
-	st := OutboundStats{Sent: o.sent.Load(), Edited: o.edited.Load(), Retried: o.retried.Load(),
+func (o *Outbound) Stats() Stats {
+	st := Stats{Sent: o.sent.Load(), Edited: o.edited.Load(), Retried: o.retried.Load(),
 		Failed: o.failed.Load(), Resent: o.resent.Load()}
 	if p := o.lastFailure.Load(); p != nil {
 		st.LastFailure = *p
@@ -175,20 +183,21 @@ func (o *Outbound) Stats() OutboundStats {
 
 // Deliver sends d through ch and returns the platform ids of the chunks, in
 // order. The answer is capped at MaxChunks messages (the last one then ends
-// with TruncatedNote). Chunks the outbox shows as already delivered to the
+// with TruncatedNote, see Format). Chunks the outbox shows as already delivered to the
 // target with the same text are skipped; delivered drafts (streamed messages,
 // also those a run killed mid-answer left) are edited into the final text,
 // and drafts beyond the answer's last chunk become SupersededDraft; a chunk
 // with an intent but no receipt (a crash mid-send) is checked with a Verifier
 // channel, else sent again and counted as a resend.
 func (o *Outbound) Deliver(ctx context.Context, ch channels.Channel, d Delivery) ([]string, error) {
-	ids, _, err := o.deliver(ctx, ch, d)
+	ids, _, err := o.DeliverDone(ctx, ch, d)
 	return ids, err
 }
 
-// deliver is Deliver reporting whether d.Done was recorded with the last
-// receipt (else the caller clears the items itself).
-func (o *Outbound) deliver(ctx context.Context, ch channels.Channel, d Delivery) ([]string, bool, error) {
+// DeliverDone is Deliver reporting whether d.Done, the inbox items the
+// delivery finishes, were cleared with the last receipt (a memory.Lifecycle
+// store); if not, the caller clears them itself.
+func (o *Outbound) DeliverDone(ctx context.Context, ch channels.Channel, d Delivery) ([]string, bool, error) {
 	run := &deliveryRun{o: o, d: d, fold: o.lc != nil}
 	if d.Prepared != nil {
 		ids, err := run.sendPrepared(ctx, ch, d.Prepared)
@@ -197,14 +206,13 @@ func (o *Outbound) deliver(ctx context.Context, ch channels.Channel, d Delivery)
 		}
 		return ids, run.finish(ctx), nil
 	}
-	maxChunks := o.MaxChunks()
-	chunks, truncated := capFormat(ch, d.Markdown, maxChunks)
+	chunks, truncated := o.Format(ch, d.Markdown)
 	if len(chunks) == 0 {
 		return nil, run.finish(ctx), nil
 	}
 	if truncated {
 		o.log.Warn("answer too long; delivering it truncated", "target", d.Target.String(), "turn", d.TurnID,
-			"chars", len(d.Markdown), "max_chunks", maxChunks)
+			"chars", len(d.Markdown), "max_chunks", o.MaxChunks())
 	}
 	state, err := o.turnState(ctx, d)
 	if err != nil {
@@ -263,7 +271,8 @@ func (run *deliveryRun) chunks(ctx context.Context, ch channels.Channel, chunks 
 
 // countResend counts and logs a chunk sent again because its earlier send
 // has no receipt (a crash during the platform call, the window DESIGN.md
-// allows): switchboard_deliveries_total{outcome="resent"} and a WARN naming
+// allows): Stats.Resent, Observer.Delivery("resent") (the daemon's
+// switchboard_deliveries_total{outcome="resent"} and a WARN naming
 // the chat. If the earlier send had reached the platform, the chat shows the
 // chunk twice; nothing else may double a message. kind is "answer" or
 // "draft" (a streamed draft of an earlier run).
@@ -297,7 +306,7 @@ func (o *Outbound) verify(ctx context.Context, ch channels.Channel, d Delivery, 
 		return "", false
 	}
 	if o.outbox != nil {
-		if err := o.outbox.OutboxResult(ctx, rec.ID, OutboxDelivered, id, ""); err != nil {
+		if err := o.outbox.OutboxResult(ctx, rec.ID, memory.OutboxDelivered, id, ""); err != nil {
 			o.log.Error("record found chunk", "err", err, "turn", d.TurnID)
 		}
 	}
@@ -323,15 +332,15 @@ func (o *Outbound) edit(ctx context.Context, ed channels.Editor, d Delivery, i i
 	}
 	o.edited.Add(1)
 	if o.outbox != nil && d.TurnID != "" {
-		rec := memory.OutboxRecord{Target: d.Target.String(), TurnID: d.TurnID, Chunk: i, Text: c.Text, Status: OutboxPending}
+		rec := memory.OutboxRecord{Target: d.Target.String(), TurnID: d.TurnID, Chunk: i, Text: c.Text, Status: memory.OutboxPending}
 		var ierr error
 		if o.lc != nil { // the edit's record in one write
-			rec.Status, rec.PlatformID = OutboxDelivered, pid
+			rec.Status, rec.PlatformID = memory.OutboxDelivered, pid
 			_, ierr = o.receipts.recordDelivery(ctx, o.lc, memory.DeliveryRecord{Intents: []memory.OutboxRecord{rec}})
 		} else {
 			var id uint64
 			if id, ierr = o.outbox.OutboxIntent(ctx, rec); ierr == nil {
-				ierr = o.outbox.OutboxResult(ctx, id, OutboxDelivered, pid, "")
+				ierr = o.outbox.OutboxResult(ctx, id, memory.OutboxDelivered, pid, "")
 			}
 		}
 		if ierr != nil {

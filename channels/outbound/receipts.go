@@ -1,4 +1,4 @@
-package hub
+package outbound
 
 import (
 	"context"
@@ -36,7 +36,7 @@ func (o *receiptOutbox) OutboxResult(ctx context.Context, id uint64, status, pla
 	switch {
 	case err == nil:
 		delete(o.m, id)
-	case IsStorageError(err) && len(o.m) < maxUnrecorded:
+	case memory.IsStorageError(err) && len(o.m) < maxUnrecorded:
 		if o.m == nil {
 			o.m = map[uint64]receipt{}
 		}
@@ -52,7 +52,7 @@ func (o *receiptOutbox) OutboxForTurn(ctx context.Context, turnID string) ([]mem
 	}
 	for i := range recs {
 		r := &recs[i]
-		if r.Status != OutboxPending {
+		if r.Status != memory.OutboxPending {
 			continue
 		}
 		o.mu.Lock()
@@ -80,7 +80,7 @@ func (o *receiptOutbox) recordDelivery(ctx context.Context, lc memory.Lifecycle,
 		switch {
 		case err == nil:
 			delete(o.m, r.ID)
-		case IsStorageError(err) && len(o.m) < maxUnrecorded:
+		case memory.IsStorageError(err) && len(o.m) < maxUnrecorded:
 			if o.m == nil {
 				o.m = map[uint64]receipt{}
 			}

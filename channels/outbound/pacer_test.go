@@ -1,4 +1,4 @@
-package hub_test
+package outbound_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/switchboard-bot/switchboard/channels"
-	"github.com/switchboard-bot/switchboard/channels/hub"
+	"github.com/switchboard-bot/switchboard/channels/outbound"
 	"github.com/switchboard-bot/switchboard/memory"
 )
 
@@ -68,9 +68,9 @@ func (o orderOutbox) OutboxForTurn(context.Context, string) ([]memory.OutboxReco
 func TestPacerSlotBeforeIntent(t *testing.T) {
 	var events []string
 	ch := &pacedChannel{events: &events}
-	out := hub.NewOutbound(orderOutbox{events: &events}, hub.OutboundOptions{BaseDelay: time.Millisecond,
+	out := outbound.New(orderOutbox{events: &events}, outbound.Options{BaseDelay: time.Millisecond,
 		Sleep: func(context.Context, time.Duration) error { return nil }})
-	_, err := out.Deliver(context.Background(), ch, hub.Delivery{Target: channels.Target{Channel: "paced", ChatID: "1"},
+	_, err := out.Deliver(context.Background(), ch, outbound.Delivery{Target: channels.Target{Channel: "paced", ChatID: "1"},
 		TurnID: "in-1", Markdown: "hello"})
 	if err != nil {
 		t.Fatal(err)
