@@ -6,32 +6,29 @@ import (
 	"strings"
 )
 
-// Names are the channels a target address or user id may start with. It is
-// the one list config validation and the job scheduler check addresses
-// against.
-var Names = []string{"console", "telegram", "slack", "discord", "web"}
-
 // CheckTarget accepts a target address "<channel>:<chat_id>[:<thread_id>]"
-// whose channel is one of Names.
-func CheckTarget(s string) error {
+// whose channel is one of known: the platform names of the registry
+// (channels/platform), which the caller passes in, since this package lists
+// no platforms of its own. With known empty only the syntax is checked.
+func CheckTarget(s string, known []string) error {
 	parts := strings.SplitN(s, ":", 3)
-	bad := len(parts) < 2 || parts[1] == "" || parts[1] == "user" ||
+	bad := len(parts) < 2 || parts[0] == "" || parts[1] == "" || parts[1] == "user" ||
 		(len(parts) == 3 && parts[2] == "") || strings.ContainsAny(s, " \t\r\n")
 	if bad {
 		return fmt.Errorf("%q is not a target: write <channel>:<chat_id>[:<thread_id>], e.g. telegram:12345 or slack:C0123:1700000000.000100", clipForError(s, 60))
 	}
-	if !slices.Contains(Names, parts[0]) {
-		return fmt.Errorf("%q: unknown channel %q (one of %s)", clipForError(s, 60), clipForError(parts[0], 30), strings.Join(Names, ", "))
+	if len(known) > 0 && !slices.Contains(known, parts[0]) {
+		return fmt.Errorf("%q: unknown channel %q (one of %s)", clipForError(s, 60), clipForError(parts[0], 30), strings.Join(known, ", "))
 	}
 	return nil
 }
 
 // CheckUserID accepts a user id "<channel>:user:<id>" whose channel is one
-// of Names.
-func CheckUserID(s string) error {
+// of known (as CheckTarget).
+func CheckUserID(s string, known []string) error {
 	parts := strings.SplitN(s, ":", 3)
-	if len(parts) != 3 || parts[1] != "user" || parts[2] == "" || strings.ContainsAny(s, " \t\r\n") ||
-		!slices.Contains(Names, parts[0]) {
+	if len(parts) != 3 || parts[0] == "" || parts[1] != "user" || parts[2] == "" || strings.ContainsAny(s, " \t\r\n") ||
+		(len(known) > 0 && !slices.Contains(known, parts[0])) {
 		return fmt.Errorf("%q is not a user id: write <channel>:user:<id>, e.g. telegram:user:42", clipForError(s, 60))
 	}
 	return nil

@@ -4,8 +4,10 @@
 // adapter implements with its optional capabilities (Typer, Editor,
 // DeltaWriter, Pacer, Verifier, DirectTeller, Readiness, Webhook), the
 // Outgoing chunks an adapter sends, the send-error kinds the shared retry path understands
-// (ClassifyError), target and user-id syntax (CheckTarget, CheckUserID), and
-// the access policy's types with its pure Decide.
+// (ClassifyError), target and user-id syntax (CheckTarget, CheckUserID: the
+// known platform names are the caller's, from the registry in
+// channels/platform; this package lists none), and the access policy's
+// types with its pure Decide.
 //
 // It imports nothing of this module, so an adapter (channels/telegram,
 // channels/discord, channels/slack, channels/console) never compiles the

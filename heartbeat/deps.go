@@ -113,6 +113,10 @@ type Options struct {
 	Jobs []JobSpec
 	// Location is the bot's time zone (bot.timezone); default time.Local.
 	Location *time.Location
+	// Channels are the platform names a job's deliver_to may start with: the
+	// platform registry's names, which the daemon passes in
+	// (cfg.Platforms().Names()). Empty = any name (the syntax alone is checked).
+	Channels []string
 
 	Store Store
 	// Agent runs greeting and task turns; nil makes those fail with an error.

@@ -22,7 +22,7 @@ func TestJobNameRule(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			spec := JobSpec{Name: tt.name, Kind: KindReminder, Text: "Pay the rent", Schedule: "0 9 * * *",
 				DeliverTo: []string{"telegram:42"}}
-			err := spec.Validate()
+			err := spec.Validate(nil)
 			if tt.ok && err != nil {
 				t.Fatalf("Validate: %v", err)
 			}

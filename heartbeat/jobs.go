@@ -80,7 +80,7 @@ func (j *Jobs) SetConfigJobs(list []JobSpec) error {
 		if s.Kind == "" {
 			s.Kind = KindTask
 		}
-		if err := s.Validate(); err != nil {
+		if err := s.Validate(j.o.Channels); err != nil {
 			return fmt.Errorf("jobs: %w", err)
 		}
 		if _, dup := m[s.Name]; dup {
@@ -206,7 +206,7 @@ func (j *Jobs) all(ctx context.Context) ([]sourcedSpec, error) {
 // run is the first occurrence after now. A one-shot more than
 // schedule.MaxOneShotYears ahead is refused.
 func (j *Jobs) Create(ctx context.Context, s JobSpec) error {
-	if err := s.Validate(); err != nil {
+	if err := s.Validate(j.o.Channels); err != nil {
 		return err
 	}
 	if s.OneShot() {

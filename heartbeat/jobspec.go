@@ -88,8 +88,9 @@ var jobNameRe = regexp.MustCompile(`^[a-z0-9_-]+$`)
 const maxJobName = 64
 
 // Validate checks a spec: name, kind, schedule xor at, time zone,
-// deliver_to addresses (channels.CheckTarget) and misfire policy.
-func (s JobSpec) Validate() error {
+// deliver_to addresses (channels.CheckTarget against known, the platform
+// names; empty = any) and misfire policy.
+func (s JobSpec) Validate(known []string) error {
 	if len(s.Name) > maxJobName || !jobNameRe.MatchString(s.Name) {
 		return fmt.Errorf("job name %q must be 1-64 characters of a-z, 0-9, _ and -", s.Name)
 	}
@@ -121,7 +122,7 @@ func (s JobSpec) Validate() error {
 		return fmt.Errorf("job %s: deliver_to is empty", s.Name)
 	}
 	for _, t := range s.DeliverTo {
-		if err := channels.CheckTarget(t); err != nil {
+		if err := channels.CheckTarget(t, known); err != nil {
 			return fmt.Errorf("job %s: deliver_to: %w", s.Name, err)
 		}
 	}

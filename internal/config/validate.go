@@ -163,7 +163,7 @@ func (v *validator) persona(key, name string) {
 
 func (v *validator) targets(key string, list []string) {
 	for i, t := range list {
-		if err := channels.CheckTarget(t); err != nil {
+		if err := channels.CheckTarget(t, v.c.Platforms().Names()); err != nil {
 			v.fail(fmt.Sprintf("%s[%d]", key, i), "%v", err)
 		}
 	}
@@ -172,7 +172,7 @@ func (v *validator) targets(key string, list []string) {
 // principals checks entries that may be user ids or targets.
 func (v *validator) principals(key string, list []string) {
 	for i, p := range list {
-		if channels.CheckUserID(p) == nil || channels.CheckTarget(p) == nil {
+		if channels.CheckUserID(p, v.c.Platforms().Names()) == nil || channels.CheckTarget(p, v.c.Platforms().Names()) == nil {
 			continue
 		}
 		v.fail(fmt.Sprintf("%s[%d]", key, i), "%q is neither a user id (\"telegram:user:42\") nor a target (\"telegram:12345\")", truncate(p, 60))
@@ -317,7 +317,7 @@ func (v *validator) personas() {
 	v.persona("personas.default", p.Default)
 	for _, t := range sortedKeys(p.ByTarget) {
 		key := "personas.by_target." + t
-		if err := channels.CheckTarget(t); err != nil {
+		if err := channels.CheckTarget(t, v.c.Platforms().Names()); err != nil {
 			v.fail(key, "%v", err)
 		}
 		v.persona(key, p.ByTarget[t])

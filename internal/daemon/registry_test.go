@@ -25,6 +25,7 @@ import (
 	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/channels/markup"
 	"github.com/switchboard-bot/switchboard/channels/platform"
+	"github.com/switchboard-bot/switchboard/heartbeat"
 	"github.com/switchboard-bot/switchboard/internal/config"
 	"github.com/switchboard-bot/switchboard/internal/doctor"
 	"github.com/switchboard-bot/switchboard/internal/platforms"
@@ -151,6 +152,8 @@ server: {listen: "127.0.0.1:0"}
 channels:
   console: {enabled: false}
   echo: {enabled: true, greeting: hello}
+jobs:
+  - {name: echo-daily, schedule: "0 9 * * *", kind: reminder, text: hi, deliver_to: ["echo:c1"]}
 `, filepath.Join(dir, "data"), t.TempDir(), llm.URL, llmKey)
 	cfg, err := config.ParseWith(reg, filepath.Join(dir, "config.yaml"), []byte(yaml), env)
 	if err != nil {
@@ -164,6 +167,13 @@ channels:
 	}
 	if out, _ := cfg.RedactedYAML(); !strings.Contains(string(out), "echo:") || strings.Contains(string(out), "echo-secret-token") {
 		t.Errorf("rendered config: %s", out)
+	}
+
+	// Targets: "echo:c1" is an address (config jobs above, personas), an
+	// unknown platform is not.
+	if _, err := config.ParseWith(reg, "c.yaml", []byte("personas:\n  by_target: {\"nosuch:c1\": assistant}\n"), env); err == nil ||
+		!strings.Contains(err.Error(), `unknown channel "nosuch" (one of console, telegram, discord, slack, web, echo)`) {
+		t.Errorf("unknown target channel: %v", err)
 	}
 
 	// Daemon: constructed from the descriptor, its webhook route mounted, the
@@ -191,6 +201,18 @@ channels:
 	}
 	if reqs := llm.Requests(); len(reqs) == 0 || !strings.Contains(string(reqs[0].Raw), echoHint) {
 		t.Errorf("the model was not given the echo hint")
+	}
+
+	// Jobs: the scheduler knows echo from the registry (a job created at
+	// run time, as the schedule tool and the web console create them).
+	jobs := r.d.Scheduler().Jobs()
+	job := heartbeat.JobSpec{Name: "echo-hourly", Kind: heartbeat.KindReminder, Schedule: "0 * * * *", Text: "hi", DeliverTo: []string{"echo:c1"}}
+	if err := jobs.Create(context.Background(), job); err != nil {
+		t.Errorf("a job delivering to echo:c1: %v", err)
+	}
+	job.Name, job.DeliverTo = "nosuch-hourly", []string{"nosuch:c1"}
+	if err := jobs.Create(context.Background(), job); err == nil || !strings.Contains(err.Error(), `unknown channel "nosuch"`) {
+		t.Errorf("a job delivering to nosuch:c1: %v", err)
 	}
 
 	// Doctor: the descriptor's check runs; the token is scrubbed.

@@ -24,6 +24,7 @@ func (d *Daemon) buildScheduler(core *Core) error {
 		Heartbeat: heartbeatConfig(d.config().Heartbeat),
 		Jobs:      jobs,
 		Location:  d.config().Bot.Location(),
+		Channels:  d.config().Platforms().Names(),
 		Store:     core.Store,
 		Agent:     &d.agent,
 		Out:       d.deliver,

@@ -169,5 +169,5 @@ func (s *Server) jobSpec(f jobForm) (heartbeat.JobSpec, error) {
 	if spec.Persona != "" && !slices.Contains(s.o.Backend.Personas().Names(), spec.Persona) {
 		return spec, fmt.Errorf("no persona %q (have: %s)", spec.Persona, strings.Join(s.o.Backend.Personas().Names(), ", "))
 	}
-	return spec, spec.Validate()
+	return spec, spec.Validate(s.o.Backend.Config().Platforms().Names())
 }
