@@ -43,9 +43,8 @@ var Platform = platform.Descriptor{
 	New: func(_ context.Context, s platform.Section, deps platform.Deps) (channels.Channel, error) {
 		return New(options(s.(*Config), deps, 0)) // shard 0; runners builds the others
 	},
-	Runners:    runners,
-	Hint:       "Discord: Discord Markdown is shown as is; keep answers under a few paragraphs; no tables.",
-	MaxMessage: ChunkLimit,
+	Runners: runners,
+	Hint:    "Discord: Discord Markdown is shown as is; keep answers under a few paragraphs; no tables.",
 }
 
 func validate(s platform.Section, _ platform.Env, v *platform.Checker) {

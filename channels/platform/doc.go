@@ -2,8 +2,8 @@
 // (channels/telegram, channels/discord, …) describes itself once in a
 // Descriptor — its name, its config section (type, defaults, validation,
 // which fields are secrets and which default to an environment variable),
-// its constructor, its formatting hint and message limit, and its
-// capabilities (webhook routes, leases for replicas, doctor checks) — and
+// its constructor, its formatting hint, and its capabilities (webhook
+// routes, leases for replicas, the direct-chat rule, doctor checks) — and
 // everything that lists platforms (internal/config's decoding, validation,
 // `config get/set`; internal/daemon's construction, HTTP routes, cluster
 // leases, formatting hints; internal/doctor) iterates a Registry instead of
@@ -20,6 +20,9 @@
 //     adapter can describe itself without importing config or the daemon.
 //     Secret and Rate live here for the same reason; internal/config aliases
 //     them.
+//   - A platform's message limit is not a descriptor field: the adapter's
+//     Format splits answers under it (channels.Channel.Format), the one
+//     place that needs it; nothing outside the adapter reads it.
 //   - A config section is a pointer to a struct with `yaml` tags (string,
 //     bool, int, float, time.Duration, Secret, Rate, slices, maps, nested
 //     structs), decoded by internal/config exactly like its own sections:

@@ -81,8 +81,11 @@ type Descriptor struct {
 	Runners func(ctx context.Context, s Section, deps Deps, ch channels.Channel) ([]Runner, error)
 	// Hint tells the model how the platform shows its Markdown.
 	Hint string
-	// MaxMessage is the platform's message limit, in its own units (0 = none).
-	MaxMessage int
+	// DirectChat, when set, is the platform's direct-chat rule: the chat id
+	// of the private chat with the user userID, when the platform can tell
+	// it from the id alone (Telegram: the same number). The daemon uses it
+	// to reach an admin listed by user id ("telegram:user:42").
+	DirectChat func(userID string) (chatID string, ok bool)
 	// Routes are the HTTP routes the daemon mounts for the platform.
 	Routes []Route
 	// WebhookMode names the webhook mode the section is in ("" = none): a

@@ -50,9 +50,8 @@ var Platform = platform.Descriptor{
 			HTTPClient: deps.HTTPClient, Logger: deps.Logger,
 		})
 	},
-	Hint:       "Slack: your Markdown is converted to Slack mrkdwn; use bold, italic, code, code blocks, links and simple lists; no tables or headings.",
-	MaxMessage: ChunkLimit,
-	Routes:     []platform.Route{{Method: "POST", Path: "/webhooks/slack/events"}},
+	Hint:   "Slack: your Markdown is converted to Slack mrkdwn; use bold, italic, code, code blocks, links and simple lists; no tables or headings.",
+	Routes: []platform.Route{{Method: "POST", Path: "/webhooks/slack/events"}},
 	WebhookMode: func(s platform.Section) string {
 		if c := s.(*Config); c.Enabled && c.Mode == "http" {
 			return "channels.slack.mode: http"

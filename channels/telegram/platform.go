@@ -47,8 +47,9 @@ var Platform = platform.Descriptor{
 	New:         newFromConfig,
 	Runners:     runners,
 	Hint:        "Telegram: your Markdown is converted to Telegram HTML; use bold, italic, code, code blocks, links and simple lists; no tables.",
-	MaxMessage:  ChunkLimit,
-	Routes:      []platform.Route{{Method: "POST", Path: "/webhooks/telegram"}},
+	// A user's private chat with the bot has the user's id as its chat id.
+	DirectChat: func(userID string) (string, bool) { return userID, true },
+	Routes:     []platform.Route{{Method: "POST", Path: "/webhooks/telegram"}},
 	WebhookMode: func(s platform.Section) string {
 		if c := s.(*Config); c.Enabled && c.Mode == ModeWebhook {
 			return "channels.telegram.mode: webhook"

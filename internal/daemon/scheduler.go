@@ -9,6 +9,7 @@ import (
 
 	"github.com/switchboard-bot/switchboard/agent"
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/platform"
 	"github.com/switchboard-bot/switchboard/heartbeat"
 	"github.com/switchboard-bot/switchboard/internal/config"
 )
@@ -128,7 +129,7 @@ func (d *Daemon) sendAllowed(ctx context.Context, ci agent.CallInfo, target stri
 func (d *Daemon) alertAdmins(ctx context.Context, text string) {
 	d.log.Warn("admin alert", "text", text)
 	for _, a := range d.config().Bot.Admins {
-		t, ok := adminTarget(a)
+		t, ok := adminTarget(d.config().Platforms(), a)
 		if !ok {
 			continue
 		}
@@ -138,14 +139,22 @@ func (d *Daemon) alertAdmins(ctx context.Context, text string) {
 	}
 }
 
-// adminTarget maps an admin entry to a chat: a target as is; a Telegram user
-// id is also its private chat id.
-func adminTarget(a string) (channels.Target, bool) {
+// adminTarget maps an admin entry to a chat: a target as is; a user id
+// ("<platform>:user:<id>") through its platform's direct-chat rule
+// (platform.Descriptor.DirectChat: a Telegram user id is also its private
+// chat id), when the platform has one.
+func adminTarget(reg *platform.Registry, a string) (channels.Target, bool) {
 	if t, ok := channels.ParseTarget(a); ok {
 		return t, true
 	}
-	if id, ok := strings.CutPrefix(a, "telegram:user:"); ok {
-		return channels.Target{Channel: "telegram", ChatID: id}, true
+	name, id, ok := strings.Cut(a, ":user:")
+	if !ok || id == "" {
+		return channels.Target{}, false
+	}
+	if p, ok := reg.Lookup(name); ok && p.DirectChat != nil {
+		if chat, ok := p.DirectChat(id); ok {
+			return channels.Target{Channel: name, ChatID: chat}, true
+		}
 	}
 	return channels.Target{}, false
 }
