@@ -45,6 +45,7 @@ var Platform = platform.Descriptor{
 	},
 	Runners: runners,
 	Hint:    "Discord: Discord Markdown is shown as is; keep answers under a few paragraphs; no tables.",
+	Doctor:  []platform.Check{{Name: Name, Net: true, Run: doctorMe}},
 }
 
 func validate(s platform.Section, _ platform.Env, v *platform.Checker) {

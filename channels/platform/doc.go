@@ -16,10 +16,12 @@
 //     listed in one place, internal/platforms (one line each, like the
 //     database/sql driver imports, but without global mutable state), and a
 //     test builds its own registry with a dummy platform beside them.
-//   - The package imports only channels (and the standard library), so an
-//     adapter can describe itself without importing config or the daemon.
-//     Secret and Rate live here for the same reason; internal/config aliases
-//     them.
+//   - The package imports only channels and internal/redact (and the
+//     standard library), so an adapter can describe itself without importing
+//     config, doctor or the daemon. Secret and Rate live here for the same
+//     reason (internal/config aliases them), and so do Check, CheckResult and
+//     the helpers a platform's doctor checks share with internal/doctor
+//     (doctor.go: DescribeNetErr, ShownURL, OneLine, Findings).
 //   - A platform's message limit is not a descriptor field: the adapter's
 //     Format splits answers under it (channels.Channel.Format), the one
 //     place that needs it; nothing outside the adapter reads it.

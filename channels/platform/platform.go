@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"reflect"
 	"sort"
+	"time"
 
 	"github.com/switchboard-bot/switchboard/channels"
 )
@@ -36,6 +37,9 @@ type Deps struct {
 	KV KV
 	// AllowBots is access.allow_bots (answer other bots' messages).
 	AllowBots bool
+	// Timeout bounds a doctor check's requests (doctor's per-check
+	// timeout; the check's ctx carries the same deadline). 0 outside doctor.
+	Timeout time.Duration
 }
 
 // KV is a small persistent key-value store.
@@ -70,6 +74,11 @@ type Descriptor struct {
 	// EnvDefaults maps a section key ("token") to the environment variable
 	// its value defaults to when the key is absent from the file.
 	EnvDefaults []EnvDefault
+	// CredentialEnv names further environment variables that hold the
+	// platform's credentials (EnvDefaults' are counted already): doctor
+	// scrubs their values from its report even when the config does not
+	// reference them.
+	CredentialEnv []string
 	// Validate checks a section (Checker collects the problems); nil = none.
 	Validate func(s Section, env Env, c *Checker)
 	// New builds the channel from an enabled section. nil means the daemon
@@ -94,6 +103,10 @@ type Descriptor struct {
 	WebhookMode func(s Section) string
 	// Doctor lists the platform's checks (run when the section is enabled).
 	Doctor []Check
+	// WebhookDoctor, when set, checks the webhook setup of an enabled
+	// section in a webhook mode (WebhookMode non-empty); its findings join
+	// doctor's one "webhooks" check, in registry order.
+	WebhookDoctor func(s Section, env Env) []CheckResult
 }
 
 // EnvDefault is a section key whose default is ${Env}.

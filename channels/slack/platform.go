@@ -58,6 +58,8 @@ var Platform = platform.Descriptor{
 		}
 		return ""
 	},
+	Doctor:        []platform.Check{{Name: Name, Net: true, Run: doctorAuth}},
+	WebhookDoctor: doctorWebhook,
 }
 
 func validate(s platform.Section, env platform.Env, v *platform.Checker) {

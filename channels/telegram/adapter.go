@@ -288,7 +288,7 @@ func (o Options) withDefaults() Options {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.APIURL == "" {
-		o.APIURL = "https://api.telegram.org"
+		o.APIURL = defaultServer
 	}
 	o.APIURL = strings.TrimRight(o.APIURL, "/")
 	if o.Mode == "" {

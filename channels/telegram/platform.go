@@ -43,10 +43,13 @@ var Platform = platform.Descriptor{
 			Rate: platform.Rate{PerChat: 1, PerChatBurst: 1, Global: 30, GlobalBurst: 30}}
 	},
 	EnvDefaults: []platform.EnvDefault{{Key: "token", Env: "TELEGRAM_BOT_TOKEN"}},
-	Validate:    validate,
-	New:         newFromConfig,
-	Runners:     runners,
-	Hint:        "Telegram: your Markdown is converted to Telegram HTML; use bold, italic, code, code blocks, links and simple lists; no tables.",
+	// The webhook secret's usual variable (channels.telegram.webhook_secret:
+	// ${TELEGRAM_WEBHOOK_SECRET}); it is no default.
+	CredentialEnv: []string{"TELEGRAM_WEBHOOK_SECRET"},
+	Validate:      validate,
+	New:           newFromConfig,
+	Runners:       runners,
+	Hint:          "Telegram: your Markdown is converted to Telegram HTML; use bold, italic, code, code blocks, links and simple lists; no tables.",
 	// A user's private chat with the bot has the user's id as its chat id.
 	DirectChat: func(userID string) (string, bool) { return userID, true },
 	Routes:     []platform.Route{{Method: "POST", Path: "/webhooks/telegram"}},
@@ -56,6 +59,8 @@ var Platform = platform.Descriptor{
 		}
 		return ""
 	},
+	Doctor:        []platform.Check{{Name: Name, Net: true, Run: doctorGetMe}},
+	WebhookDoctor: doctorWebhook,
 }
 
 func validate(s platform.Section, env platform.Env, v *platform.Checker) {

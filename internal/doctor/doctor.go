@@ -6,12 +6,15 @@
 // dir (exists or can be created, directory, writable, not world-writable,
 // not readable by others, free space), database (memory.Open with a short
 // lock timeout + Store.Check), model endpoint (one GET <base_url>/models
-// through go-openai), one check per enabled chat platform (Telegram getMe,
-// Slack auth.test + apps.connections.open in socket mode, Discord
-// GET /users/@me, each through the platform's real client library), webhooks
-// (Telegram webhook URL/secret, Slack signing secret), server (non-loopback
-// listener without an admin token) and personas (directory, parseable files,
-// names the selection rules reference).
+// through go-openai), the checks of every enabled chat platform in registry
+// order (each platform's descriptor brings its own, platform.Descriptor.Doctor:
+// Telegram getMe, Discord GET /users/@me, Slack auth.test +
+// apps.connections.open in socket mode, each through the platform's real
+// client library), webhooks (the findings of each platform in a webhook
+// mode, Descriptor.WebhookDoctor: Telegram's webhook URL/secret, Slack's
+// signing secret), server (non-loopback listener without an admin token)
+// and personas (directory, parseable files, names the selection rules
+// reference). Doctor names no platform: it iterates the registry.
 //
 // Design decisions:
 //
@@ -49,17 +52,16 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/switchboard-bot/switchboard/channels/console"
-	"github.com/switchboard-bot/switchboard/channels/discord"
 	"github.com/switchboard-bot/switchboard/channels/platform"
-	"github.com/switchboard-bot/switchboard/channels/slack"
-	"github.com/switchboard-bot/switchboard/channels/telegram"
 	"github.com/switchboard-bot/switchboard/internal/config"
+	"github.com/switchboard-bot/switchboard/internal/platforms"
 )
 
 // Status is the outcome of one check.
@@ -81,9 +83,6 @@ const (
 	CheckDataDir  = "data dir"
 	CheckDatabase = "database"
 	CheckModel    = "model endpoint"
-	CheckTelegram = "telegram"
-	CheckSlack    = "slack"
-	CheckDiscord  = "discord"
 	CheckChannels = "channels" // reported only when no chat platform is enabled
 	CheckWebhooks = "webhooks"
 	CheckServer   = "server"
@@ -135,10 +134,21 @@ type Result struct {
 }
 
 // credentialEnv are the environment variables whose values are scrubbed from
-// the report even when the config does not reference them.
-var credentialEnv = []string{
-	"OPENAI_API_KEY", "TELEGRAM_BOT_TOKEN", "DISCORD_BOT_TOKEN", "SLACK_BOT_TOKEN",
-	"SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET", "TELEGRAM_WEBHOOK_SECRET", "SWITCHBOARD_ADMIN_TOKEN",
+// the report even when the config does not reference them: these, and every
+// platform's (credentialEnvOf).
+var credentialEnv = []string{"OPENAI_API_KEY", "SWITCHBOARD_ADMIN_TOKEN"}
+
+// credentialEnvOf adds the platforms' credential variables: those their
+// sections default to (EnvDefaults) and the others they name (CredentialEnv).
+func credentialEnvOf(reg *platform.Registry) []string {
+	out := slices.Clone(credentialEnv)
+	for _, p := range reg.All() {
+		for _, e := range p.EnvDefaults {
+			out = append(out, e.Env)
+		}
+		out = append(out, p.CredentialEnv...)
+	}
+	return out
 }
 
 // Run performs every check, writes the report to w and returns the results
@@ -223,17 +233,7 @@ func Check(ctx context.Context, opts Options) []Result {
 	// Network checks run concurrently; each owns its goroutine until it
 	// returns, and Check waits for all of them.
 	checks := []netCheck{{CheckModel, d.checkModel}}
-	ch := cfg.Channels
-	if ch.Enabled(telegram.Name) {
-		checks = append(checks, netCheck{CheckTelegram, d.checkTelegram})
-	}
-	if ch.Enabled(slack.Name) {
-		checks = append(checks, netCheck{CheckSlack, d.checkSlack})
-	}
-	if ch.Enabled(discord.Name) {
-		checks = append(checks, netCheck{CheckDiscord, d.checkDiscord})
-	}
-	checks = append(checks, d.platformChecks()...) // the descriptors' own (platforms.go)
+	checks = append(checks, d.platformChecks()...) // the enabled platforms' own (platforms.go)
 	if len(cfg.MCP.Servers) > 0 {
 		checks = append(checks, netCheck{CheckMCP, d.checkMCP})
 	}
@@ -270,7 +270,14 @@ func consoleNote(cfg *config.Config) string {
 // scrub replaces every known secret value in the results.
 func (d *doctor) scrub(results []Result) []Result {
 	var secrets []string
-	for _, name := range credentialEnv {
+	reg := d.opts.Platforms
+	if d.cfg != nil {
+		reg = d.cfg.Platforms()
+	}
+	if reg == nil {
+		reg = platforms.Builtin
+	}
+	for _, name := range credentialEnvOf(reg) {
 		if v, ok := d.opts.LookupEnv(name); ok {
 			secrets = append(secrets, v)
 		}
@@ -396,17 +403,7 @@ func (f *finding) add(s Status, what, fix string) {
 	}
 }
 
-func rank(s Status) int {
-	switch s {
-	case StatusFail:
-		return 3
-	case StatusWarn:
-		return 2
-	case StatusOK:
-		return 1
-	}
-	return 0
-}
+func rank(s Status) int { return platform.StatusRank(string(s)) }
 
 func (f *finding) result(name string) Result {
 	st := f.status

@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-bot/switchboard/channels/discord"
+	"github.com/switchboard-bot/switchboard/channels/slack"
+	"github.com/switchboard-bot/switchboard/channels/telegram"
 	"github.com/switchboard-bot/switchboard/internal/testkit/fakellm"
 )
 
@@ -24,7 +27,8 @@ func TestAllGreen(t *testing.T) {
 	if broken {
 		t.Errorf("broken = true for a healthy installation; report:\n%s", report)
 	}
-	want := []string{CheckConfig, CheckDataDir, CheckDatabase, CheckModel, CheckTelegram, CheckSlack, CheckDiscord,
+	// The platforms' checks come in registry order (internal/platforms).
+	want := []string{CheckConfig, CheckDataDir, CheckDatabase, CheckModel, telegram.Name, discord.Name, slack.Name,
 		CheckWebhooks, CheckServer, CheckPersonas}
 	if len(results) != len(want) {
 		t.Fatalf("got %d results, want %d:\n%s", len(results), len(want), report)

@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/switchboard-bot/switchboard/channels/discord"
+	"github.com/switchboard-bot/switchboard/channels/slack"
+	"github.com/switchboard-bot/switchboard/channels/telegram"
 	"github.com/switchboard-bot/switchboard/memory"
 	"github.com/switchboard-bot/switchboard/memory/bolt"
 )
@@ -229,7 +232,7 @@ func TestFailures(t *testing.T) {
 		{
 			name:  "telegram bad token",
 			mod:   func(s *spec) { s.env["TELEGRAM_BOT_TOKEN"] = wrongTelegram },
-			check: CheckTelegram, status: StatusFail,
+			check: telegram.Name, status: StatusFail,
 			finding:    []string{"rejected the bot token"},
 			fix:        []string{"TELEGRAM_BOT_TOKEN"},
 			wantBroken: true,
@@ -237,7 +240,7 @@ func TestFailures(t *testing.T) {
 		{
 			name:  "telegram unreachable",
 			mod:   func(s *spec) { s.TelegramURL = "http://" + dead },
-			check: CheckTelegram, status: StatusFail,
+			check: telegram.Name, status: StatusFail,
 			finding:    []string{"cannot connect to http://" + dead, "connection refused"},
 			fix:        []string{"channels.telegram.api_url"},
 			wantBroken: true,
@@ -245,7 +248,7 @@ func TestFailures(t *testing.T) {
 		{
 			name:  "slack invalid_auth",
 			mod:   func(s *spec) { s.env["SLACK_BOT_TOKEN"] = wrongSlackBot },
-			check: CheckSlack, status: StatusFail,
+			check: slack.Name, status: StatusFail,
 			finding:    []string{"rejected the bot token", "invalid_auth"},
 			fix:        []string{"SLACK_BOT_TOKEN"},
 			wantBroken: true,
@@ -253,7 +256,7 @@ func TestFailures(t *testing.T) {
 		{
 			name:  "slack app token rejected",
 			mod:   func(s *spec) { s.env["SLACK_APP_TOKEN"] = wrongSlackApp },
-			check: CheckSlack, status: StatusFail,
+			check: slack.Name, status: StatusFail,
 			finding:    []string{"auth.test", "rejected the app-level token", "apps.connections.open answered invalid_auth"},
 			fix:        []string{"SLACK_APP_TOKEN", "connections:write"},
 			wantBroken: true,
@@ -261,7 +264,7 @@ func TestFailures(t *testing.T) {
 		{
 			name:  "discord 401",
 			mod:   func(s *spec) { s.env["DISCORD_BOT_TOKEN"] = wrongDiscordTok },
-			check: CheckDiscord, status: StatusFail,
+			check: discord.Name, status: StatusFail,
 			finding:    []string{"rejected the bot token", "HTTP 401"},
 			fix:        []string{"DISCORD_BOT_TOKEN"},
 			wantBroken: true,

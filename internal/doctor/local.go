@@ -8,13 +8,11 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/switchboard-bot/switchboard/channels/slack"
-	"github.com/switchboard-bot/switchboard/channels/telegram"
+	"github.com/switchboard-bot/switchboard/channels/platform"
 	"github.com/switchboard-bot/switchboard/channels/web"
 	"github.com/switchboard-bot/switchboard/internal/config"
 	"github.com/switchboard-bot/switchboard/memory"
@@ -321,49 +319,28 @@ func (d *doctor) corruptResult(path string, err error) Result {
 
 // ---- webhooks and server ----
 
-// telegramSecretRe and maxTelegramSecret are what setWebhook accepts as
-// secret_token (the length apart: {1,256} compiles to a ~100 KB program).
-var telegramSecretRe = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
-
-const maxTelegramSecret = 256
-
+// checkWebhooks gathers the webhook findings of every enabled platform in
+// a webhook mode (platform.Descriptor.WebhookDoctor), in registry order.
 func (d *doctor) checkWebhooks() Result {
 	f := &finding{}
-	tg, sl := telegram.ConfigIn(d.cfg.Channels), slack.ConfigIn(d.cfg.Channels)
+	env := platform.Env{Listen: d.cfg.Server.Listen}
 	used := false
-	if tg.Enabled && tg.Mode == "webhook" {
+	for _, p := range d.cfg.Platforms().All() {
+		sec := d.cfg.Channels[p.Name]
+		if sec == nil || !sec.IsEnabled() || p.WebhookMode == nil {
+			continue
+		}
+		mode := p.WebhookMode(sec)
+		if mode == "" {
+			continue
+		}
 		used = true
-		switch {
-		case tg.WebhookURL == "":
-			f.add(StatusFail, "telegram webhook mode has no channels.telegram.webhook_url",
-				"set channels.telegram.webhook_url to the public https:// URL that reaches server.listen (e.g. through a TLS reverse proxy)")
-		case !strings.HasPrefix(strings.ToLower(tg.WebhookURL), "https://"):
-			f.add(StatusFail, fmt.Sprintf("telegram webhook_url %s is not https: Telegram only delivers updates to https URLs", redactURL(tg.WebhookURL)),
-				"serve the webhook through TLS (a reverse proxy in front of server.listen) and set channels.telegram.webhook_url to its https:// URL, or use mode: polling")
-		default:
-			f.add(StatusOK, "telegram webhook_url is https", "")
+		if p.WebhookDoctor == nil {
+			f.add(StatusOK, mode+" (no webhook checks)", "")
+			continue
 		}
-		switch s := tg.WebhookSecret.Value(); {
-		case s == "":
-			f.add(StatusWarn, "telegram webhook_secret is empty: forged updates posted to the webhook cannot be told apart",
-				"set channels.telegram.webhook_secret (e.g. ${TELEGRAM_WEBHOOK_SECRET}, 1–256 characters of A-Z a-z 0-9 _ -)")
-		case len(s) > maxTelegramSecret || !telegramSecretRe.MatchString(s):
-			f.add(StatusFail, "telegram webhook_secret has characters (or a length) Telegram's setWebhook rejects",
-				"use 1–256 characters of A-Z a-z 0-9 _ - only, e.g. the output of `openssl rand -hex 32`")
-		default:
-			f.add(StatusOK, "telegram webhook_secret is set", "")
-		}
-	}
-	if sl.Enabled && sl.Mode == "http" {
-		used = true
-		if !sl.SigningSecret.IsSet() {
-			f.add(StatusFail, "slack http mode has no signing secret: every event would be rejected",
-				"set SLACK_SIGNING_SECRET to the app's Signing Secret (Basic Information page)")
-		} else {
-			f.add(StatusOK, "slack signing secret is set", "")
-		}
-		if d.cfg.Server.Listen == "" {
-			f.add(StatusFail, "slack http mode needs server.listen", "set server.listen (e.g. 127.0.0.1:8787) behind your public HTTPS endpoint")
+		for _, r := range p.WebhookDoctor(sec, env) {
+			f.add(Status(r.Status), r.Finding, r.Fix)
 		}
 	}
 	if !used {

@@ -16,7 +16,7 @@ type netCheck struct {
 // bring (platform.Descriptor.Doctor), named as the descriptor names them.
 func (d *doctor) platformChecks() []netCheck {
 	var out []netCheck
-	deps := platform.Deps{HTTPClient: d.opts.HTTPClient, Logger: d.log}
+	deps := platform.Deps{HTTPClient: d.opts.HTTPClient, Logger: d.log, Timeout: d.opts.Timeout}
 	for _, p := range d.cfg.Platforms().All() {
 		sec := d.cfg.Channels[p.Name]
 		if sec == nil || !sec.IsEnabled() {
