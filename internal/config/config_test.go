@@ -203,8 +203,23 @@ func TestDefaultEveryKey(t *testing.T) {
 		"channels.telegram.rate.global":         "30",
 		"channels.telegram.rate.global_burst":   "30",
 	}
+	// A platform this list names no key of (one added after it) has its
+	// defaults pinned by its own package: adding a platform edits no test
+	// here (internal/platforms' doc).
+	listed := map[string]bool{}
+	for k := range want {
+		if rest, ok := strings.CutPrefix(k, "channels."); ok {
+			name, _, _ := strings.Cut(rest, ".")
+			listed[name] = true
+		}
+	}
 	keys := leafKeys(reflectTypeOfConfig(), "")
 	for _, k := range keys {
+		if rest, ok := strings.CutPrefix(k, "channels."); ok {
+			if name, _, _ := strings.Cut(rest, "."); !listed[name] {
+				continue
+			}
+		}
 		if _, ok := want[k]; !ok {
 			t.Errorf("schema key %s has no expected default in this test", k)
 		}
