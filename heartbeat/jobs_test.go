@@ -33,7 +33,9 @@ func newJobsRig(t *testing.T, start time.Time, loc *time.Location, jobs ...JobSp
 
 func (r *jobsRig) build() {
 	r.t.Helper()
+	// Channels: the platform names the daemon passes (the registry's).
 	j, err := NewJobs(Options{Store: r.store, Jobs: r.jobs, Location: r.loc, Agent: r.dir, Out: r.out, Now: r.clk.Now, Sent: r.sent,
+		Channels: []string{"console", "telegram", "discord", "slack", "web"},
 		Alert: func(_ context.Context, text string) {
 			r.mu.Lock()
 			r.alerts = append(r.alerts, text)
