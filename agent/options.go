@@ -9,6 +9,7 @@ import (
 
 	"github.com/switchboard-bot/switchboard/agent/defaults"
 	redacturl "github.com/switchboard-bot/switchboard/internal/redact"
+	"github.com/switchboard-bot/switchboard/internal/retry"
 	"github.com/switchboard-bot/switchboard/memory"
 )
 
@@ -198,7 +199,7 @@ func (o Options) withDefaults() Options {
 		o.Now = time.Now
 	}
 	if o.Sleep == nil {
-		o.Sleep = sleepCtx
+		o.Sleep = retry.Sleep
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -210,21 +211,6 @@ func (o Options) withDefaults() Options {
 		o.Tools = NewRegistry()
 	}
 	return o
-}
-
-// sleepCtx waits d or until ctx is done.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // String describes the options without secrets (the API key is never shown).

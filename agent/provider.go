@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	redacturl "github.com/switchboard-bot/switchboard/internal/redact"
+	"github.com/switchboard-bot/switchboard/internal/retry"
 	"github.com/switchboard-bot/switchboard/memory"
 )
 
@@ -112,25 +112,49 @@ func (p *Provider) configured() error {
 	return nil
 }
 
-// Chat runs one model call with retries. Errors are *ModelError (after the
+// Chat runs one model call with retries (the retry policy of DESIGN.md §3,
+// on internal/retry: RetryBase doubling up to RetryMax, no jitter, at least
+// the Retry-After the endpoint asked for). Errors are *ModelError (after the
 // retry policy), ErrModelNotConfigured, or ctx's error.
 func (p *Provider) Chat(ctx context.Context, req ChatRequest, obs StreamObserver) (ChatResponse, error) {
 	if err := p.configured(); err != nil {
 		return ChatResponse{}, err
 	}
-	for attempt := 1; ; attempt++ {
+	var (
+		resp    ChatResponse
+		attempt int
+		emitted bool
+	)
+	policy := retry.Policy{Initial: p.opts.RetryBase, Max: p.opts.RetryMax, MaxTries: p.opts.MaxRetries + 1,
+		Sleep: p.opts.Sleep,
+		OnRetry: func(n int, wait time.Duration, err error) {
+			var merr *ModelError
+			errors.As(err, &merr)
+			p.log.LogAttrs(ctx, slog.LevelWarn, "model call failed; retrying",
+				slog.String("kind", merr.Kind), slog.Int("status", merr.Status), slog.Int("attempt", n),
+				slog.Duration("wait", wait), slog.String("error", merr.Err.Error()))
+			if emitted && obs.Discard != nil {
+				obs.Discard()
+			}
+			if obs.State != nil {
+				obs.State(InnerRetrying)
+			}
+		}}
+	err := retry.Do(ctx, policy, func(ctx context.Context) error {
+		attempt++
 		if obs.State != nil {
 			obs.State(InnerCalling)
 		}
 		hdr := &respHeaders{}
-		emitted := false
-		resp, err := p.once(context.WithValue(ctx, respHeadersKey{}, hdr), req, obs, &emitted)
+		emitted = false
+		r, err := p.once(context.WithValue(ctx, respHeadersKey{}, hdr), req, obs, &emitted)
 		if err == nil {
+			resp = r
 			resp.Attempts = attempt
-			return resp, nil
+			return nil
 		}
 		if ctx.Err() != nil {
-			return ChatResponse{}, fmt.Errorf("model call: %w", ctx.Err())
+			return retry.Permanent(err)
 		}
 		// The endpoint URL in Go's HTTP errors keeps its query and user
 		// info (llm.base_url may carry ?api-key=…): nothing below — the retry
@@ -139,35 +163,18 @@ func (p *Provider) Chat(ctx context.Context, req ChatRequest, obs StreamObserver
 		kind, status, retryable := classify(err)
 		retryAfter := hdr.retryAfter(p.opts.Now())
 		merr := &ModelError{Kind: kind, Status: status, Attempts: attempt, RetryAfter: retryAfter, Err: err}
-		if !retryable || attempt > p.opts.MaxRetries || retryAfter > p.opts.MaxRetryAfter {
-			return ChatResponse{}, merr
+		if !retryable || retryAfter > p.opts.MaxRetryAfter {
+			return retry.Permanent(merr)
 		}
-		wait := backoff(p.opts.RetryBase, p.opts.RetryMax, attempt)
-		if retryAfter > wait {
-			wait = retryAfter
-		}
-		p.log.LogAttrs(ctx, slog.LevelWarn, "model call failed; retrying",
-			slog.String("kind", kind), slog.Int("status", status), slog.Int("attempt", attempt),
-			slog.Duration("wait", wait), slog.String("error", err.Error()))
-		if emitted && obs.Discard != nil {
-			obs.Discard()
-		}
-		if obs.State != nil {
-			obs.State(InnerRetrying)
-		}
-		if err := p.opts.Sleep(ctx, wait); err != nil {
-			return ChatResponse{}, fmt.Errorf("model call: %w", err)
-		}
+		return retry.After(retryAfter, merr)
+	})
+	switch {
+	case err == nil:
+		return resp, nil
+	case ctx.Err() != nil: // cancelled during a call or a wait
+		return ChatResponse{}, fmt.Errorf("model call: %w", ctx.Err())
 	}
-}
-
-// backoff is base·2^(attempt-1), capped at maxWait.
-func backoff(base, maxWait time.Duration, attempt int) time.Duration {
-	d := float64(base) * math.Pow(2, float64(attempt-1))
-	if d > float64(maxWait) || math.IsInf(d, 0) {
-		return maxWait
-	}
-	return time.Duration(d)
+	return ChatResponse{}, err
 }
 
 func isReasoningModel(model string) bool {

@@ -28,9 +28,10 @@
 // that JSON); a result marked isError as a tool error the model sees.
 //
 // Supervision: a server whose connection ends (a crashed child, a closed
-// HTTP session) is restarted with backoff (1s doubling to 1m, reset after a
-// successful connection); meanwhile its tools stay offered and answer
-// "unavailable" at once, so a turn never hangs on a dead server.
+// HTTP session) is restarted with backoff (1s doubling to 1m, ±20% jitter,
+// internal/retry; reset after a successful connection); meanwhile its tools
+// stay offered and answer "unavailable" at once, so a turn never hangs on a
+// dead server.
 // notifications/tools/list_changed refreshes the list. Apply (hot reload)
 // starts, stops or restarts only the servers whose config changed; Close
 // stops every server, kills each child's process group and reaps it. On

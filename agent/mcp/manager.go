@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/switchboard-bot/switchboard/agent"
+	"github.com/switchboard-bot/switchboard/internal/retry"
 )
 
 // Options configure a Manager.
@@ -25,7 +26,8 @@ type Options struct {
 	// (default http.DefaultTransport).
 	HTTPTransport http.RoundTripper
 	// MinBackoff and MaxBackoff bound the restart delay (1s, 1m); it
-	// doubles on every failed attempt in a row.
+	// doubles on every failed attempt in a row, ±20% jitter
+	// (retry.DefaultJitter).
 	MinBackoff, MaxBackoff time.Duration
 }
 
@@ -73,15 +75,11 @@ func (m *Manager) httpTransport() http.RoundTripper {
 	return http.DefaultTransport
 }
 
-func (m *Manager) backoff(attempt int) time.Duration {
-	d := m.o.MinBackoff
-	for range min(attempt, 30) {
-		d *= 2
-		if d >= m.o.MaxBackoff {
-			return m.o.MaxBackoff
-		}
-	}
-	return d
+// restartPolicy is the policy between a server's restarts: MinBackoff doubling
+// up to MaxBackoff, jittered so servers that failed together (a network
+// blip) do not all restart at the same moment.
+func (m *Manager) restartPolicy() retry.Policy {
+	return retry.Policy{Initial: m.o.MinBackoff, Max: m.o.MaxBackoff, Jitter: retry.DefaultJitter}
 }
 
 // Apply makes the running servers match cfgs: servers no longer listed

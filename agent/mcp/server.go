@@ -13,6 +13,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/switchboard-bot/switchboard/internal/redact"
+	"github.com/switchboard-bot/switchboard/internal/retry"
 )
 
 // ServerConfig is one MCP server. Exactly one of Command (stdio) and URL
@@ -126,16 +127,17 @@ func sessionGone(sess *sdk.ClientSession) bool {
 func (s *server) run(ctx context.Context) {
 	defer close(s.done)
 	defer s.mgr.publish(s, nil, nil)
-	for attempt := 0; ; attempt++ {
+	backoff := s.mgr.restartPolicy().Backoff()
+	for {
 		up, err := s.session(ctx)
 		if ctx.Err() != nil {
 			s.setState(StateStopped, "", 0)
 			return
 		}
 		if up {
-			attempt = 0
+			backoff.Reset()
 		}
-		delay := s.mgr.backoff(attempt)
+		delay := backoff.Next()
 		msg := "disconnected"
 		if err != nil {
 			msg = redact.Text(err.Error()) // a URL in an error may carry credentials
@@ -145,11 +147,9 @@ func (s *server) run(ctx context.Context) {
 		s.mu.Lock()
 		s.restarts++
 		s.mu.Unlock()
-		select {
-		case <-ctx.Done():
+		if retry.Sleep(ctx, delay) != nil {
 			s.setState(StateStopped, "", 0)
 			return
-		case <-time.After(delay):
 		}
 	}
 }

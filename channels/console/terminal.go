@@ -45,6 +45,14 @@ type Terminal struct {
 	headless bool
 	onEOF    func()
 
+	// One reader of In for the Terminal's life, whichever Run takes its
+	// lines: a Run restarted by the supervisor must not leave the last
+	// Run's reader to take (and drop) the next line.
+	readOnce sync.Once
+	lines    chan string   // lines read, each taken by the active Run
+	ended    chan struct{} // closed when input ended; endErr is set then
+	endErr   error         // nil: EOF
+
 	mu       sync.Mutex
 	streamed map[string]bool // target → deltas shown since the last Send
 	seq      int
@@ -107,41 +115,30 @@ func New(o Options) *Terminal {
 // Name implements channels.Channel.
 func (t *Terminal) Name() string { return Name }
 
-// Run reads lines until ctx is done or input ends (EOF returns nil).
+// Run reads lines until ctx is done or input ends (EOF returns nil). Run
+// may be called again after it returned: the next Run goes on with the
+// next line.
 func (t *Terminal) Run(ctx context.Context, sink channels.Sink) error {
 	if t.headless {
 		<-ctx.Done()
 		return nil
 	}
-	lines := make(chan string)
-	errc := make(chan error, 1)
-	go func() { // ends when input ends; stdin cannot be interrupted portably
-		sc := bufio.NewScanner(t.in)
-		sc.Buffer(make([]byte, 64*1024), 1024*1024)
-		for sc.Scan() {
-			select {
-			case lines <- sc.Text():
-			case <-ctx.Done():
-				return
-			}
-		}
-		errc <- sc.Err()
-	}()
+	t.readOnce.Do(t.startReading)
 	t.showPrompt()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case err := <-errc:
-			if err != nil {
-				return fmt.Errorf("console: read input: %w", err)
+		case <-t.ended:
+			if t.endErr != nil {
+				return fmt.Errorf("console: read input: %w", t.endErr)
 			}
 			if t.onEOF != nil {
 				t.onEOF()
 			}
 			<-ctx.Done() // input closed: keep the channel up until shutdown
 			return nil
-		case line := <-lines:
+		case line := <-t.lines:
 			line = strings.TrimSpace(line)
 			if line == "" {
 				t.showPrompt()
@@ -159,6 +156,23 @@ func (t *Terminal) Run(ctx context.Context, sink channels.Sink) error {
 			}
 		}
 	}
+}
+
+// startReading starts the Terminal's one reader of In. It hands each line
+// to the active Run (waiting for one while none runs) and ends with the
+// input; stdin cannot be interrupted portably, so it is not stopped.
+func (t *Terminal) startReading() {
+	t.lines = make(chan string)
+	t.ended = make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(t.in)
+		sc.Buffer(make([]byte, 64*1024), 1024*1024)
+		for sc.Scan() {
+			t.lines <- sc.Text()
+		}
+		t.endErr = sc.Err()
+		close(t.ended)
+	}()
 }
 
 func (t *Terminal) showPrompt() {

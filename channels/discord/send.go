@@ -17,6 +17,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/channels/markup"
+	"github.com/switchboard-bot/switchboard/internal/retry"
 )
 
 // ChunkLimit (Discord's message limit) and MaxLines bound each chunk Format
@@ -153,9 +154,16 @@ func (c *Adapter) StartTyping(ctx context.Context, target channels.Target) (stop
 }
 
 // do runs one REST call with a per-call timeout and classifies its error.
-// Short 429s are waited out and retried (at most twice).
+// Short 429s (at most RateLimitMaxWait) are waited out exactly as Discord
+// asks (internal/retry, no backoff of its own) and retried, at most twice;
+// longer ones, and every other error, go back to delivery's retry policy.
 func (c *Adapter) do(ctx context.Context, op string, idempotent bool, call func(...discordgo.RequestOption) error) error {
-	for attempt := 0; ; attempt++ {
+	policy := retry.Policy{MaxTries: 3, OnRetry: func(_ int, wait time.Duration, _ error) {
+		c.log.Debug("discord: rate limited, waiting", "op", op, "retry_after", wait)
+	}}
+	waiting := false // the last attempt hit a short 429
+	err := retry.Do(ctx, policy, func(ctx context.Context) error {
+		waiting = false
 		var wrote atomic.Bool
 		trace := &httptrace.ClientTrace{
 			GotConn: func(httptrace.GotConnInfo) { wrote.Store(false) },
@@ -173,22 +181,19 @@ func (c *Adapter) do(ctx context.Context, op string, idempotent bool, call func(
 		}
 		var rl *discordgo.RateLimitError
 		if errors.As(err, &rl) {
-			wait := rl.RetryAfter
-			if attempt < 2 && c.opts.RateLimitMaxWait > 0 && wait <= c.opts.RateLimitMaxWait {
-				c.log.Debug("discord: rate limited, waiting", "op", op, "retry_after", wait)
-				t := time.NewTimer(wait)
-				select {
-				case <-ctx.Done():
-					t.Stop()
-					return fmt.Errorf("discord: %s: %w", op, ctx.Err())
-				case <-t.C:
-				}
-				continue
+			limited := channels.RateLimited(rl.RetryAfter, fmt.Errorf("discord: %s: %w", op, err))
+			if c.opts.RateLimitMaxWait > 0 && rl.RetryAfter <= c.opts.RateLimitMaxWait {
+				waiting = true
+				return retry.After(rl.RetryAfter, limited)
 			}
-			return channels.RateLimited(wait, fmt.Errorf("discord: %s: %w", op, err))
+			return retry.Permanent(limited)
 		}
-		return classify(ctx, op, err, wrote.Load() && !idempotent)
+		return retry.Permanent(classify(ctx, op, err, wrote.Load() && !idempotent))
+	})
+	if err != nil && waiting && ctx.Err() != nil {
+		return fmt.Errorf("discord: %s: %w", op, ctx.Err()) // cancelled while waiting out a 429
 	}
+	return err
 }
 
 // classify maps a discordgo/transport error to the shared error kinds.

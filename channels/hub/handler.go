@@ -131,18 +131,6 @@ var ErrClosed = errors.New("handler is shutting down")
 // the message is not persisted and not acknowledged, so the platform redelivers.
 var ErrBusy = errors.New("session queue is full")
 
-// What delivery may leave in a chat besides the answer (package
-// channels/outbound), named here too for callers that know the hub (the chaos
-// tests check chats for them).
-const (
-	SupersededDraft = outbound.SupersededDraft
-	TruncatedNote   = outbound.TruncatedNote
-)
-
-// SleepContext waits d or until ctx is done (outbound.SleepContext; the
-// daemon's supervisor uses it too).
-func SleepContext(ctx context.Context, d time.Duration) error { return outbound.SleepContext(ctx, d) }
-
 // HandlerOptions configures a Handler.
 type HandlerOptions struct {
 	Store  Store

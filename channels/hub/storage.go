@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/switchboard-bot/switchboard/agent"
+	"github.com/switchboard-bot/switchboard/internal/retry"
 	"github.com/switchboard-bot/switchboard/memory"
 )
 
@@ -16,12 +17,12 @@ import (
 // A write to the durable store can fail for a while (the disk is full, a
 // quota is hit, the file system went read-only or reports I/O errors:
 // memory.IsStorageError). Such a failure is not the message's fault and not
-// the model's: the handler then
-// keeps the inbox item pending and retries the step that failed (the turn,
-// the delivery of its answer or error notice, the clearing of the item) in the
-// session's worker, with a doubling delay capped at StorageRetryMax. Other
-// sessions are not blocked; the session's order holds (later messages wait
-// behind the retried one); Close and /stop end the wait. An item is cleared
+// the model's: the handler then keeps the inbox item pending and retries the
+// step that failed (the turn, the delivery of its answer or error notice, the
+// clearing of the item) in the session's worker, with a doubling delay capped
+// at StorageRetryMax (±20% jitter, internal/retry). Other sessions are not
+// blocked; the session's order holds (later messages wait behind the retried
+// one); Close and /stop end the wait. An item is cleared
 // only after its answer or an error notice was delivered, so nothing is lost:
 // once space comes back the pending items are answered without a restart,
 // and after a restart Replay finds them in the inbox.
@@ -165,23 +166,31 @@ func (h *Handler) StorageHealth() StorageHealth {
 	return StorageHealth{OK: len(sh.failing) == 0, Reason: strings.Join(ops, "; "), Since: sh.since, Failures: sh.failures}
 }
 
+// storagePolicy is the wait between retries of a failed write: doubling
+// from StorageRetryBase up to StorageRetryMax, jittered, until Close.
+func (h *Handler) storagePolicy() retry.Policy {
+	return retry.Policy{Initial: h.retryBase, Max: h.retryMax, Jitter: retry.DefaultJitter,
+		Sleep: func(ctx context.Context, d time.Duration) error {
+			if !h.retryWait(ctx, d) {
+				return ErrClosed
+			}
+			return nil
+		}}
+}
+
 // storageRetry runs op until it returns nil or an error that is not a
-// storage failure; after a storage failure it waits (doubling from
-// StorageRetryBase up to StorageRetryMax) and runs op again. It gives up,
-// returning the last error, when ctx is done or the handler closes.
+// storage failure; after a storage failure it waits (storagePolicy) and runs
+// op again. It gives up, returning the last error, when ctx is done or the
+// handler closes.
 func (h *Handler) storageRetry(ctx context.Context, op string, fn func(context.Context) error) error {
-	delay := h.retryBase
-	for {
+	return retry.Do(ctx, h.storagePolicy(), func(ctx context.Context) error {
 		err := fn(ctx)
 		h.noteWrite(op, err)
-		if !memory.IsStorageError(err) {
-			return err
+		if err != nil && !memory.IsStorageError(err) {
+			return retry.Permanent(err)
 		}
-		if !h.retryWait(ctx, delay) {
-			return err
-		}
-		delay = min(delay*2, h.retryMax)
-	}
+		return err
+	})
 }
 
 // retryWait sleeps d; false when ctx is done or the handler closes first.
@@ -203,15 +212,14 @@ func (h *Handler) retryWait(ctx context.Context, d time.Duration) bool {
 const kvStorageProbe = "health/write-probe"
 
 // awaitStorage waits before a turn whose commit failed on storage runs again:
-// *delay first (doubling it up to the cap), then as long as a small probe
-// write still fails, so the model is not called again and again while the
-// disk is full. False when ctx is done or the handler closes.
-func (h *Handler) awaitStorage(ctx context.Context, delay *time.Duration) bool {
+// backoff's next wait first, then as long as a small probe write still
+// fails, so the model is not called again and again while the disk is full.
+// False when ctx is done or the handler closes.
+func (h *Handler) awaitStorage(ctx context.Context, backoff *retry.Backoff) bool {
 	for {
-		if !h.retryWait(ctx, *delay) {
+		if !h.retryWait(ctx, backoff.Next()) {
 			return false
 		}
-		*delay = min(*delay*2, h.retryMax)
 		err := h.store.KVPut(ctx, kvStorageProbe, []byte(h.now().UTC().Format(time.RFC3339Nano)))
 		if !memory.IsStorageError(err) {
 			h.storageOK(opProbe)
@@ -253,12 +261,11 @@ func (h *Handler) recommit(ctx context.Context, key, turnID string, batch []item
 // retryCommit runs commit with backoff until it succeeds, fails for a reason
 // other than storage, or ctx ends.
 func (h *Handler) retryCommit(ctx context.Context, commit func(context.Context) error, turnID string) bool {
-	delay := h.retryBase
+	backoff := h.storagePolicy().Backoff()
 	for {
-		if !h.retryWait(ctx, delay) {
+		if !h.retryWait(ctx, backoff.Next()) {
 			return false
 		}
-		delay = min(delay*2, h.retryMax)
 		err := commit(ctx)
 		if err == nil {
 			h.storageOK(opCommit)

@@ -105,7 +105,7 @@ const (
 func (h *Handler) runCommitted(ctx context.Context, ch channels.Channel, batch []item, turnID string, tc *turnCommit) (agent.Result, turnOutcome, error) {
 	last := batch[len(batch)-1].msg
 	target := last.Target()
-	delay := h.retryBase
+	backoff := h.storagePolicy().Backoff()
 	for {
 		select {
 		case h.sem <- struct{}{}:
@@ -140,7 +140,7 @@ func (h *Handler) runCommitted(ctx context.Context, ch channels.Channel, batch [
 			}
 			return res, turnRan, err
 		}
-		if !h.awaitStorage(ctx, &delay) {
+		if !h.awaitStorage(ctx, backoff) {
 			if ctx.Err() != nil {
 				return res, turnCanceled, err
 			}

@@ -7,10 +7,12 @@
 //     by the channel (channels.Channel.Format: the platform's markup, under its
 //     message limit, code fences intact) and bounded to Options.MaxChunks
 //     messages, a cut answer ending with TruncatedNote;
-//   - sending with retries by error class (outbound.go): rate limits wait the
-//     platform's retry_after, temporary errors back off, permanent and
-//     ambiguous ones are not retried; a failure after the retries is logged at
-//     WARN and kept as Stats.LastFailure;
+//   - sending with retries by error class (outbound.go, on internal/retry):
+//     rate limits wait at least the platform's retry_after (at most
+//     Options.MaxWait), temporary errors back off (BaseDelay doubling to
+//     MaxDelay, ±20% jitter), permanent and ambiguous ones are not retried; a
+//     failure after the retries is logged at WARN and kept as
+//     Stats.LastFailure;
 //   - the outbox records (deliveryrun.go, receipts.go): an intent before each
 //     platform call and the platform's receipt after, folded into one
 //     transaction per call with a memory.Lifecycle store; a chunk whose send
@@ -27,10 +29,11 @@
 //   - Router (router.go): delivery to a target address by channel name, for
 //     what answers no chat message (heartbeat, jobs, send_message, alerts).
 //
-// It imports the contract (package channels) and the storage record types and
+// It imports the contract (package channels), the storage record types and
 // interfaces (package memory: the outbox records, memory.Lifecycle for the
-// folded writes, memory.IsStorageError), nothing else of the project: not the
-// agent, not channels/hub, no storage driver. The hub (intake, the queue,
-// turns, commands) uses it for chat answers, the daemon hands a Router to the
-// heartbeat and jobs; imports_test.go keeps the boundary.
+// folded writes, memory.IsStorageError) and internal leaves (internal/retry),
+// nothing else of the project: not the agent, not channels/hub, no storage
+// driver. The hub (intake, the queue, turns, commands) uses it for chat
+// answers, the daemon hands a Router to the heartbeat and jobs;
+// imports_test.go keeps the boundary.
 package outbound

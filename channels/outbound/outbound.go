@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/internal/retry"
 	"github.com/switchboard-bot/switchboard/memory"
 )
 
@@ -54,7 +55,7 @@ type Stats struct {
 
 // Outbound is the shared delivery path: format and split through the channel,
 // record each chunk's intent and receipt in the outbox, retry by error class
-// (rate limits wait RetryAfter, temporary errors back off, permanent and
+// (rate limits wait at least RetryAfter, temporary errors back off, permanent and
 // ambiguous errors are not retried) and edit streamed drafts into the final text.
 type Outbound struct {
 	outbox      Outbox
@@ -78,7 +79,7 @@ type Options struct {
 	Logger      *slog.Logger
 	Sleep       func(ctx context.Context, d time.Duration) error // default: a timer that honours ctx
 	MaxAttempts int                                              // default 6
-	BaseDelay   time.Duration                                    // default 1s, doubling
+	BaseDelay   time.Duration                                    // default 1s, doubling, ±20% jitter
 	MaxDelay    time.Duration                                    // default 30s
 	MaxWait     time.Duration                                    // longest retry_after honoured, default 5m
 	// Observer counts deliveries for metrics (optional).
@@ -115,7 +116,7 @@ func New(outbox Outbox, o Options) *Outbound {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.Sleep == nil {
-		o.Sleep = SleepContext
+		o.Sleep = retry.Sleep
 	}
 	if o.MaxAttempts <= 0 {
 		o.MaxAttempts = 6
@@ -155,21 +156,6 @@ func (o *Outbound) SetMaxChunks(n int) {
 
 // MaxChunks is the cap on one answer's platform messages.
 func (o *Outbound) MaxChunks() int { return int(o.maxChunks.Load()) }
-
-// SleepContext waits d or until ctx is done.
-func SleepContext(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
 
 // Stats returns counters since start.
 func (o *Outbound) Stats() Stats {
@@ -353,29 +339,34 @@ func (o *Outbound) edit(ctx context.Context, ed channels.Editor, d Delivery, i i
 // retry runs op until it succeeds, fails permanently or attempts run out;
 // it returns the number of attempts made.
 func (o *Outbound) retry(ctx context.Context, op func(context.Context) (string, error)) (string, int, error) {
-	delay := o.baseDelay
-	for attempt := 1; ; attempt++ {
-		id, err := op(ctx)
-		if err == nil {
-			return id, attempt, nil
+	var id string
+	attempts := 0
+	p := retry.Policy{Initial: o.baseDelay, Max: o.maxDelay, Jitter: retry.DefaultJitter,
+		MaxTries: o.maxAttempts, MaxWait: o.maxWait, Sleep: o.sleep,
+		OnRetry: func(attempt int, wait time.Duration, err error) {
+			kind, _ := channels.ClassifyError(err)
+			o.retried.Add(1)
+			o.obs.Delivery("retried")
+			o.log.Debug("retrying delivery", "kind", kind.String(), "wait", wait, "attempt", attempt, "err", err)
+		}}
+	err := retry.Do(ctx, p, func(ctx context.Context) error {
+		attempts++
+		var err error
+		if id, err = op(ctx); err == nil {
+			return nil
 		}
-		kind, after := channels.ClassifyError(err)
-		if kind == channels.KindPermanent || kind == channels.KindAmbiguous || attempt >= o.maxAttempts || ctx.Err() != nil {
-			return "", attempt, err
+		switch kind, after := channels.ClassifyError(err); kind {
+		case channels.KindPermanent, channels.KindAmbiguous:
+			return retry.Permanent(err)
+		case channels.KindRateLimited:
+			return retry.After(after, err)
 		}
-		wait := delay
-		if kind == channels.KindRateLimited {
-			wait = min(max(after, 10*time.Millisecond), o.maxWait)
-		} else {
-			delay = min(delay*2, o.maxDelay)
-		}
-		o.retried.Add(1)
-		o.obs.Delivery("retried")
-		o.log.Debug("retrying delivery", "kind", kind.String(), "wait", wait, "attempt", attempt, "err", err)
-		if err := o.sleep(ctx, wait); err != nil {
-			return "", attempt, err
-		}
+		return err
+	})
+	if err != nil {
+		return "", attempts, err
 	}
+	return id, attempts, nil
 }
 
 // logFailure reports a send or edit that failed after its retries: at WARN

@@ -16,6 +16,7 @@ import (
 	"github.com/go-telegram/bot/models"
 
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/internal/retry"
 )
 
 // allowedUpdates is what Run asks Telegram for. Edited messages are fetched
@@ -38,27 +39,29 @@ func (c *Adapter) runPolling(ctx context.Context, sink channels.Sink) error {
 	c.ready.Store(true)
 
 	var offset int64
-	var pollBackoff, handleBackoff time.Duration
+	poll := c.retryPolicy()
+	poll.OnRetry = func(_ int, wait time.Duration, err error) {
+		c.log.Warn("getUpdates failed", "err", err, "retry_in", wait)
+	}
+	handleBackoff := c.retryPolicy().Backoff() // failed Handles in a row
 	for {
 		if ctx.Err() != nil {
 			return nil
 		}
-		batch, err := c.getUpdates(ctx, offset)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
+		var batch []json.RawMessage
+		err := retry.Do(ctx, poll, func(ctx context.Context) error {
+			var err error
+			if batch, err = c.getUpdates(ctx, offset); err != nil && ctx.Err() == nil {
+				c.ready.Store(false)
 			}
-			c.ready.Store(false)
-			wait, fatal := c.pollFailed(err, &pollBackoff)
-			if fatal != nil {
-				return fatal
-			}
-			if sleepCtx(ctx, wait) != nil {
-				return nil
-			}
-			continue
+			return c.pollFailed(err)
+		})
+		if ctx.Err() != nil {
+			return nil
 		}
-		pollBackoff = 0
+		if err != nil {
+			return fmt.Errorf("telegram: getUpdates: %w", err)
+		}
 		c.lastOK.Store(c.now().UnixNano())
 		c.ready.Store(true)
 
@@ -66,33 +69,38 @@ func (c *Adapter) runPolling(ctx context.Context, sink channels.Sink) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			handleBackoff = c.nextBackoff(handleBackoff)
+			wait := handleBackoff.Next()
 			c.log.Warn("update not accepted by the handler; it will be fetched again",
-				"update_id", id, "err", err, "retry_in", handleBackoff)
-			if sleepCtx(ctx, handleBackoff) != nil {
+				"update_id", id, "err", err, "retry_in", wait)
+			if retry.Sleep(ctx, wait) != nil {
 				return nil
 			}
 		} else {
-			handleBackoff = 0
+			handleBackoff.Reset()
 		}
 	}
 }
 
-// pollFailed decides what a failed getUpdates means: a rejected token ends
-// Run (fatal); anything else is waited out (Telegram's retry_after, or the
-// next backoff step).
-func (c *Adapter) pollFailed(err error, backoff *time.Duration) (wait time.Duration, fatal error) {
+// retryPolicy is the wait after a failed getUpdates or Handle: RetryMin
+// doubling up to RetryMax, jittered; polls retry until they work.
+func (c *Adapter) retryPolicy() retry.Policy {
+	return retry.Policy{Initial: c.opts.RetryMin, Max: c.opts.RetryMax, Jitter: retry.DefaultJitter}
+}
+
+// pollFailed says what a failed getUpdates means to the retry policy: a
+// rejected token ends Run (permanent); anything else is waited out (at least
+// Telegram's retry_after, else the next backoff step).
+func (c *Adapter) pollFailed(err error) error {
 	var ae *apiError
-	if errors.As(err, &ae) && (ae.Code == http.StatusUnauthorized || ae.Code == http.StatusNotFound) {
-		return 0, fmt.Errorf("telegram: getUpdates: %w", err)
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ae) && (ae.Code == http.StatusUnauthorized || ae.Code == http.StatusNotFound):
+		return retry.Permanent(err)
+	case ae != nil && ae.RetryAfter > 0:
+		return retry.After(time.Duration(ae.RetryAfter)*time.Second, err)
 	}
-	*backoff = c.nextBackoff(*backoff)
-	wait = *backoff
-	if ae != nil && ae.RetryAfter > 0 {
-		wait = time.Duration(ae.RetryAfter) * time.Second
-	}
-	c.log.Warn("getUpdates failed", "err", err, "retry_in", wait)
-	return wait, nil
+	return err
 }
 
 // handleBatch hands a batch's updates to the sink in order, moving *offset
@@ -121,28 +129,6 @@ func (c *Adapter) handleBatch(ctx context.Context, sink channels.Sink, batch []j
 		*offset = head.UpdateID + 1
 	}
 	return 0, nil
-}
-
-// sleepCtx waits d or until ctx ends (its error then).
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
-func (c *Adapter) nextBackoff(d time.Duration) time.Duration {
-	if d <= 0 {
-		return c.opts.RetryMin
-	}
-	return min(d*2, c.opts.RetryMax)
 }
 
 // dispatch normalizes one update and hands it to the sink; ignored updates

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchboard-bot/switchboard/channels/hub"
+	"github.com/switchboard-bot/switchboard/channels/outbound"
 	"github.com/switchboard-bot/switchboard/internal/loadtest"
 	"github.com/switchboard-bot/switchboard/internal/testkit/fakellm"
 	"github.com/switchboard-bot/switchboard/internal/testkit/fakeslack"
@@ -67,7 +67,7 @@ func (r *rig) tallyStreams(chats []int, msgs int) streamTally {
 			switch tok, ok := want[m]; {
 			case ok:
 				seen[tok]++
-			case m == hub.SupersededDraft:
+			case m == outbound.SupersededDraft:
 				t.superseded++
 			default:
 				if len(m) > 40 {
@@ -125,18 +125,24 @@ func TestKillDuringStreamingAnswers(t *testing.T) {
 	// Kill while a draft is on screen (a draft is sent once some text
 	// streamed, then edited every second, edit_interval): after a random
 	// delay shorter than an answer's ~1.4 s stream, from the moment a chat
-	// shows an incomplete answer.
+	// shows an incomplete answer (or once the chats are done: nothing
+	// streams then). Waits follow progress (an answer completed, a daemon
+	// became ready), never a fixed time.
+	chatsDone := make(chan struct{})
 	var killer sync.WaitGroup
 	killer.Add(1)
 	go func() {
 		defer killer.Done()
 		rnd := rand.New(rand.NewPCG(3, 4))
 		for range kills {
-			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-				if r.draftShown(chats, msgs) {
-					break
+			r.untilProgress(ctx, func() bool {
+				select {
+				case <-chatsDone:
+					return true
+				default:
+					return r.draftShown(chats, msgs)
 				}
-			}
+			})
 			select {
 			case <-time.After(time.Duration(rnd.IntN(700)) * time.Millisecond):
 			case <-ctx.Done():
@@ -146,36 +152,10 @@ func TestKillDuringStreamingAnswers(t *testing.T) {
 			r.start()
 		}
 	}()
-	var wg sync.WaitGroup
-	for _, c := range chats {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for seq := range msgs {
-				tok := loadtest.Token(c, seq)
-				r.p.Say(c, tok)
-				// The next message once this answer is complete (or given up).
-				deadline := time.Now().Add(8 * time.Second)
-				for time.Now().Before(deadline) && ctx.Err() == nil {
-					if slicesContains(r.chatMessages(c), streamedAnswer(tok)) {
-						break
-					}
-					time.Sleep(50 * time.Millisecond)
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	r.talk(ctx, chats, msgs)
+	close(chatsDone)
 	killer.Wait()
-
-	// Let the last run finish what it replays.
-	var tally streamTally
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		tally = r.tallyStreams(chats, msgs)
-		if len(tally.lost)+len(tally.fragments) == 0 || time.Now().After(deadline) {
-			break
-		}
-	}
+	tally := r.settleStreams(ctx, chats, msgs)
 	out := r.output()
 	resends := strings.Count(out, "resending a chunk")
 	adopted := strings.Count(out, "continuing the drafts of an earlier run")
@@ -202,7 +182,7 @@ func TestKillDuringStreamingAnswers(t *testing.T) {
 func (r *rig) draftShown(chats []int, msgs int) bool {
 	for _, c := range chats {
 		for _, m := range r.chatMessages(c) {
-			complete := m == hub.SupersededDraft
+			complete := m == outbound.SupersededDraft
 			for seq := range msgs {
 				complete = complete || m == streamedAnswer(loadtest.Token(c, seq))
 			}
@@ -245,18 +225,16 @@ func TestHugeAnswerIsCappedOnTelegram(t *testing.T) {
 	chatID := loadtest.TelegramChatID(chat)
 	done := func() bool {
 		sent := r.p.Telegram.Sent(chatID)
-		return len(sent) > maxChunks || len(sent) > 0 && strings.HasSuffix(sent[len(sent)-1].Plain, hub.TruncatedNote)
+		return len(sent) > maxChunks || len(sent) > 0 && strings.HasSuffix(sent[len(sent)-1].Plain, outbound.TruncatedNote)
 	}
-	for deadline := time.Now().Add(15 * time.Second); !done() && time.Now().Before(deadline); {
-		time.Sleep(50 * time.Millisecond)
-	}
+	until(done)
 	time.Sleep(1500 * time.Millisecond) // anything still sending would show now (1 message/s per chat)
 	sent := r.p.Telegram.Sent(chatID)
 	if len(sent) == 0 || len(sent) > maxChunks {
 		t.Fatalf("a 2 MB answer became %d Telegram messages, want 1..%d", len(sent), maxChunks)
 	}
-	if last := sent[len(sent)-1].Plain; !strings.HasSuffix(last, hub.TruncatedNote) {
-		t.Errorf("the last message does not end with %q: …%q", hub.TruncatedNote, last[max(0, len(last)-80):])
+	if last := sent[len(sent)-1].Plain; !strings.HasSuffix(last, outbound.TruncatedNote) {
+		t.Errorf("the last message does not end with %q: …%q", outbound.TruncatedNote, last[max(0, len(last)-80):])
 	}
 	if !strings.HasPrefix(sent[0].Plain, "w0 w1 w2") {
 		t.Errorf("the first message does not start the answer: %q", sent[0].Plain[:min(40, len(sent[0].Plain))])

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/switchboard-bot/switchboard/internal/retry"
 )
 
 // Notify sends payload on channel to every replica's Listen (PostgreSQL
@@ -21,28 +23,32 @@ func (c *Cluster) Notify(ctx context.Context, channel, payload string) error {
 	return nil
 }
 
+// listenRetry is the wait before Listen reconnects: 100ms doubling to 5s,
+// jittered so the replicas a database restart cut off do not all reconnect
+// at once; it starts over after a connection that got as far as LISTEN.
+func listenRetry() retry.Policy {
+	return retry.Policy{Initial: 100 * time.Millisecond, Max: 5 * time.Second, Jitter: retry.DefaultJitter}
+}
+
 // Listen calls fn with each payload notified on channel until ctx is done.
 // It holds one dedicated connection (outside the pool), reconnecting with
-// backoff when it breaks; fn runs on Listen's goroutine and should be
-// quick (signal a channel, don't work).
+// backoff (listenRetry) when it breaks; fn runs on Listen's goroutine and
+// should be quick (signal a channel, don't work).
 func (c *Cluster) Listen(ctx context.Context, channel string, fn func(payload string)) {
-	const maxBackoff = 5 * time.Second
-	backoff := 100 * time.Millisecond
+	backoff := listenRetry().Backoff()
 	for ctx.Err() == nil {
 		connected, err := c.listenOnce(ctx, channel, fn)
 		if ctx.Err() != nil {
 			return
 		}
 		if connected {
-			backoff = 100 * time.Millisecond
+			backoff.Reset()
 		}
-		c.log.Warn("cluster: listen connection lost; reconnecting", "channel", channel, "retry_in", backoff, "err", err)
-		select {
-		case <-ctx.Done():
+		wait := backoff.Next()
+		c.log.Warn("cluster: listen connection lost; reconnecting", "channel", channel, "retry_in", wait, "err", err)
+		if retry.Sleep(ctx, wait) != nil {
 			return
-		case <-time.After(backoff):
 		}
-		backoff = min(2*backoff, maxBackoff)
 	}
 }
 

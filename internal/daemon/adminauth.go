@@ -11,6 +11,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/switchboard-bot/switchboard/internal/config"
+	"github.com/switchboard-bot/switchboard/internal/netaddr"
 )
 
 // Who may call the admin endpoints (/admin/*) without a token.
@@ -59,7 +60,7 @@ func webhookModes(cfg *config.Config) []string {
 // tokenlessAdmin reports whether cfg lets local callers use the admin
 // endpoints without a token (before looking at the request).
 func tokenlessAdmin(cfg *config.Config) bool {
-	return cfg.Server.AdminToken.Value() == "" && isLoopback(cfg.Server.Listen) && len(webhookModes(cfg)) == 0
+	return cfg.Server.AdminToken.Value() == "" && netaddr.IsLoopback(cfg.Server.Listen) && len(webhookModes(cfg)) == 0
 }
 
 // viaProxy reports whether r carries a header a reverse proxy adds.

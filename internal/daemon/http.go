@@ -14,6 +14,7 @@ import (
 
 	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/channels/hub"
+	"github.com/switchboard-bot/switchboard/internal/netaddr"
 )
 
 // startHTTP serves /healthz, /readyz, webhooks and the admin endpoints on
@@ -25,7 +26,7 @@ func (d *Daemon) startHTTP() error {
 	}
 	d.localToken = d.writeLocalToken()
 	d.adminGuesses = newGuessLimit()
-	if cfg := d.config(); cfg.Server.AdminToken.Value() == "" && isLoopback(listen) && len(webhookModes(cfg)) > 0 {
+	if cfg := d.config(); cfg.Server.AdminToken.Value() == "" && netaddr.IsLoopback(listen) && len(webhookModes(cfg)) > 0 {
 		d.log.Warn("admin endpoints need a token: a webhook mode is on, so requests may come through a reverse proxy; local CLI commands use "+AdminTokenFile+" in bot.data_dir, set server.admin_token for anything else",
 			"webhook", strings.Join(webhookModes(cfg), ", "))
 	}
@@ -158,18 +159,6 @@ func (d *Daemon) admin(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-func isLoopback(listen string) bool {
-	host, _, err := net.SplitHostPort(listen)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 func (d *Daemon) serveStatus(w http.ResponseWriter, r *http.Request) {

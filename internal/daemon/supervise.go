@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/switchboard-bot/switchboard/channels"
-	"github.com/switchboard-bot/switchboard/channels/hub"
+	"github.com/switchboard-bot/switchboard/internal/retry"
 )
 
 // supervisor runs one channel and restarts it with backoff when Run fails,
@@ -96,7 +96,7 @@ func (s *supervisor) loop(ctx context.Context) {
 		} else {
 			s.log.Warn("channel returned; restarting", "in", delay)
 		}
-		if hub.SleepContext(ctx, delay) != nil {
+		if retry.Sleep(ctx, delay) != nil {
 			return
 		}
 		delay = min(delay*2, s.max)

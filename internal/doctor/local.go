@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/switchboard-bot/switchboard/channels/platform"
 	"github.com/switchboard-bot/switchboard/channels/web"
 	"github.com/switchboard-bot/switchboard/internal/config"
+	"github.com/switchboard-bot/switchboard/internal/netaddr"
 	"github.com/switchboard-bot/switchboard/memory"
 	"github.com/switchboard-bot/switchboard/memory/bolt"
 	"github.com/switchboard-bot/switchboard/memory/postgres"
@@ -354,7 +354,7 @@ func (d *doctor) checkServer() Result {
 	if listen == "" {
 		return Result{Name: CheckServer, Status: StatusOK, Finding: "no HTTP listener (server.listen is empty)"}
 	}
-	if isLoopback(listen) {
+	if netaddr.IsLoopback(listen) {
 		return Result{Name: CheckServer, Status: StatusOK, Finding: listen + " is loopback only"}
 	}
 	if !d.cfg.Server.AdminToken.IsSet() {
@@ -363,19 +363,6 @@ func (d *doctor) checkServer() Result {
 			Fix:     "set server.admin_token (e.g. admin_token: ${SWITCHBOARD_ADMIN_TOKEN}) or listen on 127.0.0.1 behind a reverse proxy"}
 	}
 	return Result{Name: CheckServer, Status: StatusOK, Finding: listen + " is reachable from other hosts; admin endpoints need server.admin_token"}
-}
-
-// isLoopback matches internal/daemon's rule for admin endpoints.
-func isLoopback(listen string) bool {
-	host, _, err := net.SplitHostPort(listen)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // ---- personas ----

@@ -16,6 +16,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/switchboard-bot/switchboard/internal/retry"
 	"github.com/switchboard-bot/switchboard/internal/testkit/fakellm"
 )
 
@@ -198,7 +199,7 @@ func (rep *Report) measureIdle(ctx context.Context, proc *Proc, settle time.Dura
 	if rep.BootToReady, err = proc.WaitReady(ctx, 20*time.Second); err != nil {
 		return err
 	}
-	if err := sleepCtx(ctx, settle); err != nil {
+	if err := retry.Sleep(ctx, settle); err != nil {
 		return err
 	}
 	if rep.IdleRSSKiB, err = RSSKiB(proc.Pid()); err != nil {
@@ -313,7 +314,7 @@ func (rep *Report) addLatencies(lats [][]time.Duration, platformOf func(chat int
 // finish lets late duplicates (if any) land before counting them, then stops
 // the daemon cleanly so the database is closed, and measures it.
 func (rep *Report) finish(ctx context.Context, o Options, p *Platforms, proc *Proc, dataDir string) {
-	_ = sleepCtx(ctx, 200*time.Millisecond)
+	_ = retry.Sleep(ctx, 200*time.Millisecond)
 	for _, s := range p.Sightings() {
 		if s.Creates > 1 {
 			rep.Duplicates++
@@ -337,17 +338,6 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 	i := int(math.Ceil(p/100*float64(len(sorted)))) - 1
 	i = max(0, min(i, len(sorted)-1))
 	return sorted[i]
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // Markdown writes the report as a small table.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io/fs"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	"github.com/switchboard-bot/switchboard/heartbeat"
 	"github.com/switchboard-bot/switchboard/internal/cluster"
 	"github.com/switchboard-bot/switchboard/internal/config"
+	"github.com/switchboard-bot/switchboard/internal/netaddr"
 	"github.com/switchboard-bot/switchboard/memory"
 )
 
@@ -249,23 +249,10 @@ func staticHandler(fsys fs.FS) http.Handler {
 // off loopback it needs server.admin_token, the admin endpoints' rule. The
 // daemon runs the web channel only when the console serves it.
 func CheckServe(cfg *config.Config) error {
-	if !LoopbackListen(cfg.Server.Listen) && !cfg.Server.AdminToken.IsSet() {
+	if !netaddr.IsLoopback(cfg.Server.Listen) && !cfg.Server.AdminToken.IsSet() {
 		return errors.New("the web console is off: server.listen is not a loopback address and server.admin_token is empty (set it, or server.ui: false)")
 	}
 	return nil
-}
-
-// LoopbackListen reports whether a listen address (host:port) is loopback.
-func LoopbackListen(listen string) bool {
-	host, _, err := net.SplitHostPort(listen)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // webTarget is the session key of web conversation conv.

@@ -385,6 +385,25 @@ func (s *Server) UserSays(channelID, authorID, text string, opts SayOptions) Mes
 	return *m
 }
 
+// Redispatch delivers MESSAGE_CREATE for a message already in channelID
+// again, as Discord may after a RESUME, and reports whether the message
+// exists.
+func (s *Server) Redispatch(channelID, messageID string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec := s.channels[channelID]
+	if rec == nil {
+		return false
+	}
+	m := findMessage(rec, messageID)
+	if m == nil {
+		return false
+	}
+	s.dispatchMessageLocked("MESSAGE_CREATE", m)
+	s.notifyLocked()
+	return true
+}
+
 func (s *Server) userLocked(id string) User {
 	if id == s.opts.BotID {
 		return s.botUser()

@@ -23,8 +23,9 @@
 //
 // Envelopes sent while no connection is open are queued and flushed to the next
 // connection after its hello, so a test can inject events before the adapter
-// has connected. Unacked envelopes are never redelivered automatically; a test
-// calls Redeliver to play Slack's retry.
+// has connected. Unacked envelopes are redelivered only with
+// Options.RetryUnacked (on the next connection's hello) or when a test calls
+// Redeliver to play Slack's retry.
 //
 // Story helpers (UserDMs, UserMentions, Posted, WaitPosted, WaitAcked, …) make
 // tests read like conversations; Sign / SignedRequest / EventCallback build
@@ -77,6 +78,10 @@ type Options struct {
 	// event carrying the bot's user and bot_id, as Slack delivers a bot's own
 	// posts to apps subscribed to message events.
 	EchoBotMessages bool
+	// RetryUnacked plays Slack's retry of unacknowledged envelopes: when a
+	// connection says hello, each envelope sent on an earlier connection
+	// and never acked is sent again (Redeliver), once.
+	RetryUnacked bool
 	// Wrap, when set, wraps each of the fake's HTTP handlers (Web API,
 	// files, the Socket Mode upgrade): a load harness's tap watches the
 	// bot's calls inside the fake's own server instead of as a second HTTP
@@ -135,6 +140,7 @@ type envelope struct {
 	event    json.RawMessage // the event_callback payload
 	attempt  int
 	sentConn int
+	retried  bool // RetryUnacked sent it again
 }
 
 type wsConn struct {

@@ -137,6 +137,26 @@ func (s *Server) sendHello(c *wsConn) {
 	for _, e := range pending {
 		s.deliver(e)
 	}
+	if s.opts.RetryUnacked {
+		s.retryUnacked(c)
+	}
+}
+
+// retryUnacked sends again, once, the envelopes sent on connections before c
+// that were never acked.
+func (s *Server) retryUnacked(c *wsConn) {
+	var retry []string
+	s.mu.Lock()
+	for _, id := range s.envelopeSent {
+		if e := s.envelopes[id]; e != nil && !e.retried && e.sentConn != c.n && !s.ackedLocked(id) {
+			e.retried = true
+			retry = append(retry, id)
+		}
+	}
+	s.mu.Unlock()
+	for _, id := range retry {
+		s.Redeliver(id)
+	}
 }
 
 func (s *Server) liveConnsLocked() []*wsConn {

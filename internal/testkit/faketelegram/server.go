@@ -22,8 +22,8 @@
 //     answers the method 404;
 //   - sendChatAction, getFile and GET /file/bot<token>/<path>, setWebhook,
 //     deleteWebhook, getWebhookInfo, setMyCommands, getMyCommands, getMe;
-//   - scripted failures (FailNext), blocked chats (Block) and group→supergroup
-//     migration (MigrateChat).
+//   - scripted failures (FailNext), blocked chats (Block), group→supergroup
+//     migration (MigrateChat) and dropped connections (DropConnections).
 //
 // Tests drive it like a user would: UserSays / UserSendsPhoto / UserEdits
 // enqueue updates (with the entities Telegram would attach, UTF-16 offsets),
@@ -46,6 +46,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/switchboard-bot/switchboard/internal/testkit"
 )
 
 // DefaultToken is the token a Server accepts when Options.Token is empty.
@@ -234,6 +236,26 @@ func (s *Server) Close() {
 		close(s.closed)
 		s.srv.CloseClientConnections()
 		s.srv.Close()
+	})
+}
+
+// DropConnections cuts every client connection abruptly, as a network
+// failure does: a long poll in flight ends with a transport error and its
+// updates, unconfirmed, are delivered again to the next getUpdates.
+func (s *Server) DropConnections() {
+	s.srv.CloseClientConnections()
+}
+
+// WaitFor waits until cond holds, re-checking it (without the server's lock,
+// so it may call the server) at each state change and every 20ms, failing t
+// after timeout.
+func (s *Server) WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	testkit.WaitUntil(t, timeout, 20*time.Millisecond, "faketelegram: "+what, func() (bool, <-chan struct{}) {
+		s.mu.Lock()
+		ch := s.changed
+		s.mu.Unlock()
+		return cond(), ch
 	})
 }
 
