@@ -162,7 +162,7 @@ func TestSchedulerStartStop(t *testing.T) {
 		if d.Text != "Stand-up in 15 minutes" {
 			t.Fatalf("delivery %+v", d)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Minute): // a hang detector
 		t.Fatal("startup misfire pass did not run the missed job")
 	}
 	entries := func() int {

@@ -96,9 +96,15 @@ func newManager(t *testing.T, reg *agent.Registry) *Manager {
 	return m
 }
 
+// waitHang bounds every wait for something the test caused (servers ready,
+// a refresh, a tool call): a hang detector, not a performance bound (a
+// server starts in well under a second on a quiet machine, in seconds on a
+// loaded one).
+const waitHang = time.Minute
+
 func waitReady(t *testing.T, m *Manager) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), waitHang)
 	defer cancel()
 	if !m.WaitReady(ctx) {
 		t.Fatalf("servers not ready: %+v", m.Status())
@@ -108,7 +114,7 @@ func waitReady(t *testing.T, m *Manager) {
 // waitUntil polls cond (bounded) — for states reached asynchronously.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(waitHang)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
@@ -150,7 +156,7 @@ func call(t *testing.T, reg *agent.Registry, name, args string) (string, error) 
 	if err := reg.Validate(name, []byte(args)); err != nil {
 		return "", err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), waitHang)
 	defer cancel()
 	return tool.Call(ctx, []byte(args))
 }

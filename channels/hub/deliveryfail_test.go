@@ -19,7 +19,7 @@ func TestStatusShowsLastFailedDelivery(t *testing.T) {
 	r := newRig(t, fakellm.Start(t, fakellm.Echo()), openAccess())
 	r.ch.FailNext(channels.Permanent(errors.New("platform refused: chat is read-only")))
 	r.say("c1", "u1", "hello")
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(wait)
 	for !strings.Contains(r.h.StatusText(context.Background()), "last failed delivery") {
 		if time.Now().After(deadline) {
 			t.Fatalf("status never showed the failed delivery:\n%s", r.h.StatusText(context.Background()))

@@ -18,7 +18,10 @@ import (
 	"github.com/switchboard-bot/switchboard/memory/bolt"
 )
 
-const wait = 10 * time.Second
+// wait bounds every wait for something the test caused: a hang
+// detector, not a performance bound (milliseconds on a quiet machine,
+// seconds on a loaded one).
+const wait = time.Minute
 
 // rig is a handler wired to a real BoltDB store, the real agent and the fake
 // LLM, with an in-memory channel standing in for a platform.

@@ -8,13 +8,16 @@ import (
 	"time"
 )
 
-// waitFor fails the test if ch is not closed/sent to within a generous bound
-// (a hang guard, not a timing assertion).
+// hangWait bounds a wait for something the test caused: a hang guard, not a
+// timing assertion (microseconds on a quiet machine, seconds on a loaded one).
+const hangWait = time.Minute
+
+// waitFor fails the test if ch is not closed/sent to within hangWait.
 func waitFor(t *testing.T, ch <-chan struct{}, what string) {
 	t.Helper()
 	select {
 	case <-ch:
-	case <-time.After(10 * time.Second):
+	case <-time.After(hangWait):
 		t.Fatalf("timed out waiting for %s", what)
 	}
 }
@@ -199,10 +202,9 @@ func TestKeyedMutex(t *testing.T) {
 	if s := <-got; s != "A2" {
 		t.Fatal(s)
 	}
-	for i := 0; k.Len() != 0; i++ {
-		if i > 1000 {
+	for deadline := time.Now().Add(hangWait); k.Len() != 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
 			t.Fatalf("%d keys kept after all unlocked", k.Len())
 		}
-		time.Sleep(time.Millisecond)
 	}
 }

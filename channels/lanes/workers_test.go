@@ -18,7 +18,7 @@ func (l *Lanes) alive() int {
 // waitIdle waits (hang guard only) until the pool has no worker left.
 func waitIdle(t *testing.T, l *Lanes) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(hangWait)
 	for l.alive() != 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d workers still alive with no work", l.alive())

@@ -14,7 +14,10 @@ import (
 	"github.com/switchboard-bot/switchboard/memory"
 )
 
-const wait = 10 * time.Second
+// wait bounds every wait for something the test caused: a hang
+// detector, not a performance bound (milliseconds on a quiet machine,
+// seconds on a loaded one).
+const wait = time.Minute
 
 // previewChannel is a Memory channel that can show previews (as Telegram's
 // private chats can): every preview is recorded, and unsupported makes

@@ -11,7 +11,10 @@ import (
 	"github.com/switchboard-bot/switchboard/internal/testkit/fakeslack"
 )
 
-const wait = 5 * time.Second
+// wait bounds every wait for something the test caused: a hang
+// detector, not a performance bound (milliseconds on a quiet machine,
+// seconds on a loaded one).
+const wait = time.Minute
 
 // recorder is a channels.Sink that records messages; fail decides per message
 // whether Handle reports an error; block, when set, holds Handle until closed.

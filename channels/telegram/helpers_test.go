@@ -15,7 +15,10 @@ import (
 	"github.com/switchboard-bot/switchboard/internal/testkit/faketelegram"
 )
 
-const waitLong = 5 * time.Second
+// waitLong bounds every wait for something the test caused: a hang
+// detector, not a performance bound (milliseconds on a quiet machine,
+// seconds on a loaded one).
+const waitLong = time.Minute
 
 // recorder is a channels.Sink that records messages; fail, when set, decides
 // per call whether Handle fails.
@@ -108,7 +111,7 @@ func testOptions(fake *faketelegram.Server, logs *syncBuffer) Options {
 		Token:          fake.Token(),
 		APIURL:         fake.URL(),
 		PollTimeout:    time.Second,
-		RequestTimeout: waitLong,
+		RequestTimeout: 5 * time.Second,
 		RetryMin:       5 * time.Millisecond,
 		RetryMax:       20 * time.Millisecond,
 		TypingInterval: 20 * time.Millisecond,

@@ -40,7 +40,7 @@ func hermeticEnv(t *testing.T, extra ...string) []string {
 // runIn runs the binary in dir.
 func runIn(t *testing.T, dir string, env []string, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), waitHang)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binPath, args...)
 	cmd.Env, cmd.Dir = env, dir
@@ -348,7 +348,7 @@ func TestBinaryReloadRefusesUnknownPersona(t *testing.T) {
 	body := fmt.Sprintf("bot:\n  data_dir: ./data\nchannels:\n  console:\n    enabled: false\npersonas:\n  dir: ./personas\n  default: %%s\nserver:\n  listen: %s\n", addr)
 	cfg := writeConfig(t, fmt.Sprintf(body, "assistant"))
 	env := hermeticEnv(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*waitHang)
 	defer cancel()
 	d := exec.CommandContext(ctx, binPath, "--config", cfg, "run")
 	d.Env = env
@@ -405,10 +405,11 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// waitFor polls cond (each poll is a real process or a log read) up to 15s.
+// waitFor polls cond (each poll is a real process or a log read) up to
+// waitHang.
 func waitFor(t *testing.T, cond func() bool, logs fmt.Stringer) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(waitHang)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("condition not met; daemon log:\n%s", logs.String())

@@ -65,10 +65,16 @@ type result struct {
 	stdout, stderr string
 }
 
+// waitHang bounds every wait for something a test caused (a command's
+// exit, the daemon ready or stopped, a log line): a hang detector, not a
+// performance bound. Each takes well under a second on a quiet machine and
+// a few on a loaded one.
+const waitHang = time.Minute
+
 // runBin runs the binary with args and env and returns its exit code and output.
 func runBin(t *testing.T, env []string, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), waitHang)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binPath, args...)
 	cmd.Env = env
@@ -175,7 +181,7 @@ func TestBinaryRunWithoutKeyGivesGuidance(t *testing.T) {
 	if err := os.WriteFile(cfg, def, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), waitHang)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binPath, "--config", cfg, "run", "--listen", "127.0.0.1:0")
 	cmd.Env = cleanEnv()

@@ -83,7 +83,7 @@ func TestLocateRoutesEveryCommand(t *testing.T) {
 	}
 	runCLI := func(args ...string) (int, string, string) {
 		var out, errb bytes.Buffer
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), waitHang)
 		defer cancel()
 		code := run(ctx, append([]string{"--config", cfg}, args...), strings.NewReader(""), &out, &errb)
 		return code, out.String(), errb.String()

@@ -112,7 +112,7 @@ func startBinDaemon(t *testing.T, cfg, addr string, env []string) (*exec.Cmd, *s
 	if err := daemon.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(waitHang)
 	for {
 		resp, err := http.Get("http://" + addr + "/readyz")
 		if err == nil {

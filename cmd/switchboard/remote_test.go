@@ -40,10 +40,10 @@ func (s *syncBuf) String() string {
 	return s.b.String()
 }
 
-// awaitCond polls cond until it holds or 15s pass.
+// awaitCond polls cond until it holds or waitHang passes.
 func awaitCond(t *testing.T, what string, cond func() bool, dump func() string) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(waitHang)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s\n%s", what, dump())
@@ -84,7 +84,7 @@ func startDaemonBin(t *testing.T, env []string, cfg, addr string) *daemonProc {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-p.done:
-		case <-time.After(20 * time.Second):
+		case <-time.After(waitHang):
 			_ = cmd.Process.Kill()
 		}
 	})
@@ -110,7 +110,7 @@ func (p *daemonProc) stop(t *testing.T) {
 			t.Fatalf("daemon exit: %v\n%s", err, p.dump())
 		}
 		p.done <- nil
-	case <-time.After(20 * time.Second):
+	case <-time.After(waitHang):
 		t.Fatalf("daemon did not stop\n%s", p.dump())
 	}
 }
@@ -118,7 +118,7 @@ func (p *daemonProc) stop(t *testing.T) {
 // runBinIn is runBin with stdin.
 func runBinIn(t *testing.T, env []string, stdin string, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), waitHang)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binPath, args...)
 	cmd.Env = env
@@ -264,7 +264,7 @@ func TestCtrlCDuringAnswer(t *testing.T) {
 			t.Fatalf("exit after the second Ctrl-C: %v\n%s", err, d.dump())
 		}
 		d.done <- nil
-	case <-time.After(5 * time.Second): // the grace period is 10s
+	case <-time.After(9 * time.Second): // before the 10s grace period ends: the most a loaded machine gets
 		t.Fatalf("the second Ctrl-C did not quit at once\n%s", d.dump())
 	}
 	if !strings.Contains(d.stderr.String(), "quitting now") {
@@ -397,7 +397,7 @@ func TestChatCtrlCThroughDaemon(t *testing.T) {
 		if err != nil {
 			t.Fatalf("chat exit after Ctrl-C: %v\n%s", err, dump())
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(waitHang):
 		t.Fatalf("chat did not quit on Ctrl-C\n%s", dump())
 	}
 	if !strings.Contains(out.String(), "(canceled)") {

@@ -50,7 +50,7 @@ server:
   listen: %s
 `, llm.URL, addr))
 	env := cleanEnv("SB_E2E_KEY=" + e2eKey)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*waitHang)
 	defer cancel()
 	daemon := exec.CommandContext(ctx, binPath, "--config", cfg, "run")
 	daemon.Env = env
@@ -66,7 +66,7 @@ server:
 			t.Error("the API key appears in the daemon's log")
 		}
 	}()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(waitHang)
 	for {
 		resp, err := http.Get("http://" + addr + "/readyz")
 		if err == nil {

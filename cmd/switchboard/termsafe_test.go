@@ -43,7 +43,7 @@ func TestListingsShowNoTerminalControls(t *testing.T) {
 	runCLI := func(cfg string, args ...string) string {
 		t.Helper()
 		var out, errb bytes.Buffer
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), waitHang)
 		defer cancel()
 		if code := run(ctx, append([]string{"--config", cfg}, args...), strings.NewReader(""), &out, &errb); code != 0 {
 			t.Fatalf("%v: exit %d\n%s", args, code, errb.String())

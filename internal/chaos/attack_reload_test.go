@@ -3,6 +3,7 @@ package chaos
 import (
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,27 +21,31 @@ func TestReloadToAllowlistMidTurn(t *testing.T) {
 	if testing.Short() {
 		t.Skip("chaos: runs the daemon binary")
 	}
-	// The first answer takes 3 s: time for the messages behind it and the
-	// reload to land while it runs.
+	// The first answer comes once the reload was applied: the messages
+	// behind it and the reload land while it runs, however slow the machine.
 	echo := fakellm.Echo()
+	reloaded := make(chan struct{})
+	var reloadOnce sync.Once
+	reloadDone := func() { reloadOnce.Do(func() { close(reloaded) }) }
 	slowFirst := func(req *fakellm.Request) fakellm.Response {
 		out := echo(req)
 		if req.Seq == 1 {
-			out.Delay = 3 * time.Second
+			arrived(reloaded)
 		}
 		return out
 	}
 	r := newRig(t, loadtest.ModelOptions{Responder: slowFirst}, loadtest.ConfigOptions{LogLevel: "info"})
+	t.Cleanup(reloadDone) // before the fakes close: no model call left waiting
 	proc := r.start()
 	tok := func(seq int) string { return loadtest.Token(0, seq) }
 	first := r.p.Expect(tok(0))
 	r.p.Say(0, "first "+tok(0))
-	if !waitFor(10*time.Second, func() bool { return r.p.LLM.RequestCount() >= 1 }) {
+	if !until(func() bool { return r.p.LLM.RequestCount() >= 1 }) {
 		t.Fatal("the first message did not reach the model")
 	}
 	r.p.Say(0, "second "+tok(1))
 	r.p.Say(0, "third "+tok(2))
-	if !waitFor(10*time.Second, func() bool {
+	if !until(func() bool {
 		return r.metric("switchboard_messages_in_total", `channel="telegram"`) >= 3
 	}) {
 		t.Fatal("the queued messages did not reach the daemon")
@@ -57,15 +62,14 @@ func TestReloadToAllowlistMidTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = proc.Cmd.Process.Signal(syscall.SIGHUP)
-	if !waitFor(10*time.Second, func() bool { return strings.Contains(proc.Output(), "applied: access") }) {
+	if !until(func() bool { return strings.Contains(proc.Output(), "applied: access") }) {
 		t.Fatalf("no reload applied:\n%s", proc.Output())
 	}
 	if r.p.LLM.RequestCount() != 1 {
 		t.Fatal("the first turn ended before the reload: the test proves nothing")
 	}
-	select {
-	case <-first:
-	case <-time.After(10 * time.Second):
+	reloadDone()
+	if !arrived(first) {
 		t.Fatal("the turn running at the reload was not answered")
 	}
 	time.Sleep(time.Second) // the queued messages would run now
@@ -81,14 +85,4 @@ func TestReloadToAllowlistMidTurn(t *testing.T) {
 	if n := r.p.LLM.RequestCount(); n != 1 {
 		t.Errorf("the model was called %d times, want once", n)
 	}
-}
-
-// waitFor polls cond every 20 ms until it holds or timeout passes.
-func waitFor(timeout time.Duration, cond func() bool) bool {
-	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if cond() {
-			return true
-		}
-	}
-	return cond()
 }

@@ -25,9 +25,10 @@ func (r *rig) startWithEnv(env []string) *loadtest.Proc {
 	r.mu.Lock()
 	r.procs = append(r.procs, proc)
 	r.mu.Unlock()
-	if _, err := proc.WaitReady(context.Background(), 15*time.Second); err != nil {
+	if _, err := proc.WaitReady(context.Background(), readyWait); err != nil {
 		r.t.Fatalf("%v\n%s", err, proc.Output())
 	}
+	r.prog.note()
 	return proc
 }
 
@@ -49,19 +50,21 @@ func envWithout(p *loadtest.Platforms, names ...string) []string {
 // pairingCode waits for the pairing code the bot sent to harness chat c.
 func pairingCode(t *testing.T, p *loadtest.Platforms, c int) string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	var code string
+	if !until(func() bool {
 		for _, m := range botMessages(p, c) {
 			if _, rest, ok := strings.Cut(m, "pairing approve "); ok {
-				if code, _, ok := strings.Cut(rest, ")"); ok {
-					return strings.TrimSpace(code)
+				if got, _, ok := strings.Cut(rest, ")"); ok {
+					code = strings.TrimSpace(got)
+					return true
 				}
 			}
 		}
-		time.Sleep(10 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("no pairing code; bot said %q", botMessages(p, c))
 	}
-	t.Fatalf("no pairing code; bot said %q", botMessages(p, c))
-	return ""
+	return code
 }
 
 // TestAdminRefusesBrowserCrossSiteRequests: with the daemon on loopback and
@@ -139,7 +142,8 @@ func TestAdminRefusesBrowserCrossSiteRequests(t *testing.T) {
 	// The attacker is still a stranger: the next message gets no answer from
 	// the model.
 	r.p.Say(attacker, "am I in? "+loadtest.Token(attacker, 1))
-	time.Sleep(700 * time.Millisecond)
+	until(func() bool { return r.metric("switchboard_messages_in_total", `channel="telegram"`) >= 2 })
+	time.Sleep(700 * time.Millisecond) // a paired attacker's message would reach the model now
 	if strings.Contains(modelSaw(r.p), loadtest.Token(attacker, 1)) {
 		t.Fatal("the attacker got paired through the browser: their message reached the model")
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -68,12 +69,10 @@ func TestReadOnlyDataDirClearError(t *testing.T) {
 				r.start()
 				ch := r.p.Expect(loadtest.Token(0, 0))
 				r.p.Say(0, loadtest.Token(0, 0))
-				select {
-				case <-ch:
-				case <-time.After(10 * time.Second):
+				if !arrived(ch) {
 					t.Fatal("no reply before the disk went read-only")
 				}
-				if err := r.current().Stop(10 * time.Second); err != nil {
+				if err := r.current().Stop(eventWait); err != nil {
 					t.Fatalf("stop: %v", err)
 				}
 			} else if err := os.MkdirAll(data, 0o700); err != nil {
@@ -85,9 +84,7 @@ func TestReadOnlyDataDirClearError(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			select {
-			case <-proc.Done():
-			case <-time.After(15 * time.Second):
+			if !arrived(proc.Done()) {
 				proc.Kill()
 				t.Fatalf("daemon kept running on a read-only data dir:\n%s", proc.Output())
 			}
@@ -141,9 +138,7 @@ func TestDiskFullNoLossNoCorruption(t *testing.T) {
 		r.p.Say(chat, tok)
 		return ch
 	}
-	select {
-	case <-say(0):
-	case <-time.After(10 * time.Second):
+	if !arrived(say(0)) {
 		t.Fatal("no reply before the disk filled")
 	}
 
@@ -167,14 +162,15 @@ func TestDiskFullNoLossNoCorruption(t *testing.T) {
 	for seq := 1; seq <= 3; seq++ {
 		say(seq)
 	}
-	time.Sleep(700 * time.Millisecond)
+	// The daemon says why it refuses them; it stays up.
+	said := until(func() bool { return strings.Contains(r.output(), "no space left on device") })
 	select {
 	case <-r.current().Done():
 		t.Fatalf("daemon died on a full disk:\n%s", r.output())
 	default:
 	}
-	if out := r.output(); !strings.Contains(out, "no space left on device") {
-		t.Errorf("the log does not say the disk is full:\n%s", out)
+	if !said {
+		t.Errorf("the log does not say the disk is full:\n%s", r.output())
 	}
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
@@ -206,10 +202,7 @@ func TestDiskFullNoLossNoCorruption(t *testing.T) {
 		}
 		return out
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) && (covered() < 4 || len(sentNow()) < len(turns())) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	until(func() bool { return covered() >= 4 && len(sentNow()) >= len(turns()) })
 	time.Sleep(300 * time.Millisecond) // a duplicate would land now
 	sent, tt := sentNow(), turns()
 	seen := map[string]int{}
@@ -238,7 +231,7 @@ func TestDiskFullNoLossNoCorruption(t *testing.T) {
 		}
 	}
 	t.Logf("turns %q; bot said %q", tt, sent)
-	if err := r.current().Stop(10 * time.Second); err != nil {
+	if err := r.current().Stop(eventWait); err != nil {
 		t.Logf("daemon exit: %v", err)
 	}
 	st, err := bolt.Open(filepath.Join(data, "switchboard.db"), memory.Options{Timeout: time.Second})
@@ -273,10 +266,12 @@ func TestDiskFullNoLossNoCorruption(t *testing.T) {
 // and their turns are running when the data dir's file system fills up. Each
 // answer is long, so committing the turn needs new database pages the full
 // disk refuses: the turns cannot be committed and their answers not recorded
-// in the outbox. None of the ten may be cleared unanswered. While writes fail
-// /readyz says the store is the problem and the metric shows it; once space
-// is freed every one of the ten is answered with its real answer, exactly
-// once, without a restart, and /readyz and the metric recover.
+// in the outbox (the model holds the ten answers until the disk is full, so
+// the commits always meet it). None of the ten may be cleared unanswered.
+// While writes fail /readyz says the store is the problem and the metric
+// shows it; once space is freed every one of the ten is answered with its
+// real answer, exactly once, without a restart, and /readyz and the metric
+// recover.
 func TestDiskFullTenMessagesAllAnswered(t *testing.T) {
 	if testing.Short() {
 		t.Skip("chaos: runs the daemon binary")
@@ -284,10 +279,19 @@ func TestDiskFullTenMessagesAllAnswered(t *testing.T) {
 	mnt := mountTmpfs(t, "8m")
 	data := filepath.Join(mnt, "data")
 	pad := strings.Repeat("lorem ipsum dolor sit amet ", 400) // ~11 KB per answer
-	const think = 1500 * time.Millisecond                     // model latency: the disk fills meanwhile
-	r := newRig(t, loadtest.ModelOptions{Delay: think, Responder: func(req *fakellm.Request) fakellm.Response {
+	warmTok := loadtest.Token(0, 0)
+	// The model answers the ten once the disk is full: their turns are
+	// running then, whatever the machine's speed.
+	filled := make(chan struct{})
+	var fillOnce sync.Once
+	fillDone := func() { fillOnce.Do(func() { close(filled) }) }
+	r := newRig(t, loadtest.ModelOptions{Responder: func(req *fakellm.Request) fakellm.Response {
+		if !strings.Contains(req.LastUserText(), warmTok) {
+			arrived(filled)
+		}
 		return fakellm.Response{Content: "echo: " + req.LastUserText() + "\n\n" + pad}
 	}}, loadtest.ConfigOptions{DataDir: data})
+	t.Cleanup(fillDone) // before the fakes close: no model call left waiting
 	r.start()
 	readyz := func() (int, string) {
 		resp, err := http.Get("http://" + r.addr + "/readyz")
@@ -298,11 +302,9 @@ func TestDiskFullTenMessagesAllAnswered(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	warm := r.p.Expect(loadtest.Token(0, 0))
-	r.p.Say(0, loadtest.Token(0, 0))
-	select {
-	case <-warm:
-	case <-time.After(15 * time.Second):
+	warm := r.p.Expect(warmTok)
+	r.p.Say(0, warmTok)
+	if !arrived(warm) {
 		t.Fatal("no reply before the disk filled")
 	}
 
@@ -317,11 +319,8 @@ func TestDiskFullTenMessagesAllAnswered(t *testing.T) {
 		waits[tok] = r.p.Expect(tok)
 		r.p.Say(chat, tok)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) && r.p.LLM.RequestCount() < 11 {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if n := r.p.LLM.RequestCount(); n < 11 {
+	if !until(func() bool { return r.p.LLM.RequestCount() >= 11 }) {
+		n := r.p.LLM.RequestCount()
 		t.Fatalf("only %d of the 10 turns started", n-1)
 	}
 	filler := filepath.Join(mnt, "filler")
@@ -339,11 +338,9 @@ func TestDiskFullTenMessagesAllAnswered(t *testing.T) {
 		}
 	}
 	f.Close()
+	fillDone()
 
-	deadline = time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) && r.metric("switchboard_storage_healthy") != 0 {
-		time.Sleep(20 * time.Millisecond)
-	}
+	until(func() bool { return r.metric("switchboard_storage_healthy") == 0 })
 	if got := r.metric("switchboard_storage_healthy"); got != 0 {
 		t.Fatalf("switchboard_storage_healthy = %v on a full disk, want 0\n%s", got, r.output())
 	}
@@ -366,12 +363,14 @@ func TestDiskFullTenMessagesAllAnswered(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
+	// Answers come one after another (paced per chat): wait while they
+	// keep coming.
 	var lost []string
-	timeout := time.After(45 * time.Second)
+	r.prog.note()
 	for _, tok := range toks {
-		select {
-		case <-waits[tok]:
-		case <-timeout:
+		if r.prog.await(context.Background(), waits[tok], eventWait) {
+			r.prog.note()
+		} else {
 			lost = append(lost, tok)
 		}
 	}
@@ -392,13 +391,7 @@ func TestDiskFullTenMessagesAllAnswered(t *testing.T) {
 			t.Errorf("%s answered in %d messages, want exactly 1\n%s", tok, n, r.output())
 		}
 	}
-	deadline = time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		if code, _ := readyz(); code == http.StatusOK {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	until(func() bool { code, _ := readyz(); return code == http.StatusOK })
 	if code, body := readyz(); code != http.StatusOK {
 		t.Errorf("/readyz after space came back = %d %q, want 200", code, body)
 	}
@@ -407,11 +400,8 @@ func TestDiskFullTenMessagesAllAnswered(t *testing.T) {
 	}
 	// The answers' later chunks are paced; let every session finish (and
 	// clear its inbox item) before stopping.
-	deadline = time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) && r.metric("switchboard_active_sessions") != 0 {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if err := r.current().Stop(10 * time.Second); err != nil {
+	until(func() bool { return r.metric("switchboard_active_sessions") == 0 })
+	if err := r.current().Stop(eventWait); err != nil {
 		t.Logf("daemon exit: %v", err)
 	}
 	st, err := bolt.Open(filepath.Join(data, "switchboard.db"), memory.Options{Timeout: time.Second})

@@ -99,7 +99,7 @@ func TestKillRestartDuringConversations(t *testing.T) {
 
 	// Sessions intact: stop cleanly, open the store, check it and every
 	// answered conversation's history.
-	if err := r.current().Stop(10 * time.Second); err != nil {
+	if err := r.current().Stop(eventWait); err != nil {
 		t.Logf("daemon exit: %v", err)
 	}
 	st, err := bolt.Open(filepath.Join(dataDir, "switchboard.db"), memory.Options{Timeout: time.Second})

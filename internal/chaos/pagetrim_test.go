@@ -30,12 +30,8 @@ func TestBinaryReplacedAfterPagesReleased(t *testing.T) {
 	r.bin = bin
 	proc := r.start()
 
-	deadline := time.Now().Add(15 * time.Second)
-	for !strings.Contains(proc.Output(), "released idle memory") {
-		if time.Now().After(deadline) {
-			t.Fatalf("the daemon did not release its start-up pages:\n%s", r.output())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !until(func() bool { return strings.Contains(proc.Output(), "released idle memory") }) {
+		t.Fatalf("the daemon did not release its start-up pages:\n%s", r.output())
 	}
 	if _, file, err := loadtest.RSSBreakdown(proc.Pid()); err == nil {
 		t.Logf("file-backed RSS after the release: %d KiB of a %d KiB binary", file, size>>10)

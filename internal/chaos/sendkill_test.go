@@ -27,7 +27,8 @@ func TestKillMidSendIsTheOnlyDuplicate(t *testing.T) {
 		t.Skip("chaos: starts and kills the daemon binary")
 	}
 	cpuHog(t)
-	const msgs = 3
+	// Enough answers that the five kills land while the chats still talk.
+	const msgs = 6
 	chats := []int{0, 3, 6, 9} // Telegram private chats
 	model := loadtest.ModelOptions{Responder: func(req *fakellm.Request) fakellm.Response {
 		text := req.LastUserText()
@@ -46,9 +47,12 @@ func TestKillMidSendIsTheOnlyDuplicate(t *testing.T) {
 	// the last one aimed, so the last daemon's metric shows its resend.
 	aims := []bool{false, true, false, true, true}
 	caught := 0
+	kctx, kcancel := context.WithCancel(ctx) // ends the killer once the talk is over
+	defer kcancel()
 	killerDone := make(chan struct{})
 	go func() {
 		defer close(killerDone)
+		ctx := kctx
 		for _, aimed := range aims {
 			if !aimed {
 				if !r.waitWriting(ctx, chats, msgs) {
@@ -77,8 +81,9 @@ func TestKillMidSendIsTheOnlyDuplicate(t *testing.T) {
 		r.talk(ctx, chats, msgs)
 	}()
 	<-done
+	kcancel() // a kill still waiting for a send has nothing left to catch
 	<-killerDone
-	tally := r.settleStreams(chats, msgs)
+	tally := r.settleStreams(ctx, chats, msgs)
 
 	out := r.output()
 	resends := strings.Count(out, "resending a chunk")
@@ -111,19 +116,20 @@ func TestKillMidSendIsTheOnlyDuplicate(t *testing.T) {
 }
 
 // talk sends msgs messages in each chat, the next once the previous answer
-// is shown complete (or after a generous bound, reported by the tally).
+// is shown complete (noted as progress), or given up (reported by the
+// tally) when nothing progressed for eventWait: no answer completed in any
+// chat, no daemon became ready.
 func (r *rig) talk(ctx context.Context, chats []int, msgs int) {
 	done := make(chan struct{}, len(chats))
+	r.prog.note() // the talk starts a fresh wait
 	for _, c := range chats {
 		go func() {
 			defer func() { done <- struct{}{} }()
 			for seq := range msgs {
 				tok := loadtest.Token(c, seq)
 				r.p.Say(c, tok)
-				for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && ctx.Err() == nil; time.Sleep(20 * time.Millisecond) {
-					if slicesContains(r.chatMessages(c), streamedAnswer(tok)) {
-						break
-					}
+				if r.untilProgress(ctx, func() bool { return slicesContains(r.chatMessages(c), streamedAnswer(tok)) }) {
+					r.prog.note()
 				}
 			}
 		}()
@@ -133,16 +139,24 @@ func (r *rig) talk(ctx context.Context, chats []int, msgs int) {
 	}
 }
 
-// settleStreams waits until every answer is shown (or a generous bound
-// passes) and tallies the chats.
-func (r *rig) settleStreams(chats []int, msgs int) streamTally {
+// settleStreams waits, once the talk is over, while the last run finishes
+// what it replays (answers still complete, drafts still get replaced) until
+// every answer is shown and every extra message is one a counted resend
+// explains, or nothing progressed for eventWait; it tallies the chats.
+func (r *rig) settleStreams(ctx context.Context, chats []int, msgs int) streamTally {
 	var tally streamTally
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	left := -1
+	r.prog.note()
+	r.untilProgress(ctx, func() bool {
 		tally = r.tallyStreams(chats, msgs)
-		if len(tally.lost)+len(tally.fragments) == 0 || time.Now().After(deadline) {
-			return tally
+		if n := len(tally.lost) + len(tally.fragments); left < 0 || n < left {
+			left = n
+			r.prog.note()
 		}
-	}
+		resends := strings.Count(r.output(), "resending a chunk")
+		return len(tally.lost) == 0 && len(tally.doubled)+len(tally.fragments) <= resends
+	})
+	return tally
 }
 
 // waitWriting waits until one of the chats shows an answer being written:

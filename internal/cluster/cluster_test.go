@@ -18,6 +18,11 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // testTTL is short so takeovers happen within a test's patience.
 const testTTL = 600 * time.Millisecond
 
+// waitHang bounds a wait for something a test caused (a takeover, a
+// notification): a hang detector, not a performance bound. Each takes well
+// under a second on a quiet machine, a few on a loaded one.
+const waitHang = time.Minute
+
 // open opens n replicas on one fresh database, closed when t ends.
 func open(t *testing.T, n int, ttl time.Duration) []*Cluster {
 	t.Helper()
@@ -38,7 +43,7 @@ func open(t *testing.T, n int, ttl time.Duration) []*Cluster {
 }
 
 func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*waitHang)
 	t.Cleanup(cancel)
 	return ctx
 }
@@ -183,13 +188,14 @@ func mustAcquire(t *testing.T, c *Cluster, name string) int64 {
 	return tok
 }
 
-// waitFor polls cond every 20ms for up to 10s.
+// waitFor polls cond every 20ms until it holds; it fails the test after
+// waitHang.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(waitHang)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+			t.Fatalf("timed out after %s waiting for %s", waitHang, what)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

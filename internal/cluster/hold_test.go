@@ -70,22 +70,38 @@ func TestHoldCancelsWorkBeforeTheLeaseCanBeTakenOver(t *testing.T) {
 	fault := func(string) error { return errInjected }
 	a.renewFault.Store(&fault)
 	cut := time.Now()
+	// b polls every 20 ms; the worst lateness of a poll step (its pause and
+	// its query, the first right away) measures how much slower than asked
+	// the machine runs meanwhile.
+	const step = 20 * time.Millisecond
 	var tokB int64
-	waitFor(t, "b to take over", func() bool {
+	var lag time.Duration
+	for at, pause := cut, time.Duration(0); ; at, pause = time.Now(), step {
+		time.Sleep(pause)
 		tok, ok, err := b.TryAcquire(ctx, "telegram-poll")
+		lag = max(lag, time.Since(at)-pause)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if ok {
 			tokB = tok
 			ev.add("b acquired")
+			break
 		}
-		return ok
-	})
+		if time.Since(cut) > waitHang {
+			t.Fatalf("b did not take over within %s", waitHang)
+		}
+	}
 	took := time.Since(cut)
-	t.Logf("lease taken over %s after the holder's renewals stopped (ttl %s)", took.Round(time.Millisecond), testTTL)
-	if took > testTTL+2*time.Second {
-		t.Errorf("takeover took %s, want within ttl + 2s", took)
+	t.Logf("lease taken over %s after the holder's renewals stopped (poll lag %s, ttl %s)",
+		took.Round(time.Millisecond), lag.Round(time.Millisecond), testTTL)
+	// ttl + 2s on a machine that keeps up; on a loaded one the holder's
+	// renew and expiry steps are late by about as much as b's poll step,
+	// so the bound grows by five times its worst lateness (as in
+	// internal/chaos's replica test). A lease left to a full extra TTL
+	// still shows.
+	if bound := testTTL + 2*time.Second + 5*lag; took > bound {
+		t.Errorf("takeover took %s, want within ttl + 2s + 5 × the poll lag measured meanwhile (%s) = %s", took, lag, bound)
 	}
 	ia, ib := ev.index("a stopped"), ev.index("b acquired")
 	if ia < 0 || ia > ib {
@@ -127,7 +143,7 @@ func TestHoldRunsOneHolderAtATimeAndHandsOver(t *testing.T) {
 		var h int
 		select {
 		case h = <-holders:
-		case <-time.After(10 * time.Second):
+		case <-time.After(waitHang):
 			t.Fatal("no replica took the lease")
 		}
 		if stopped[h] {
@@ -141,7 +157,7 @@ func TestHoldRunsOneHolderAtATimeAndHandsOver(t *testing.T) {
 		if stopped[h] {
 			t.Fatalf("stopped replica %d holds the lease", h+1)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(waitHang):
 		t.Fatal("the last replica never took the lease")
 	}
 	for i, s := range stops {
@@ -173,7 +189,7 @@ func TestHoldRetriesWorkThatReturns(t *testing.T) {
 	defer stop()
 	select {
 	case <-again:
-	case <-time.After(10 * time.Second):
+	case <-time.After(waitHang):
 		t.Fatalf("work ran %d times, want Hold to run it again after it returns", runs.Load())
 	}
 }

@@ -50,10 +50,18 @@ func TestIdleDaemonReleasesMemory(t *testing.T) {
 		t.Errorf("idle daemon runs GOMAXPROCS %d, want the idle count 1", n)
 	}
 
-	// A turn that outlasts many intervals (the model waits 1 s before it
-	// answers): no release while its session is active.
+	// A turn that outlasts many intervals (the model answers once the test
+	// watched them go by): no release while its session is active.
+	answer := make(chan struct{})
+	var answerOnce sync.Once
+	letAnswer := func() { answerOnce.Do(func() { close(answer) }) }
+	t.Cleanup(letAnswer) // before the fake model closes: no call left waiting
 	llm.SetResponder(func(*fakellm.Request) fakellm.Response {
-		return fakellm.Response{Content: "a slow answer", Delay: time.Second}
+		select {
+		case <-answer:
+		case <-time.After(waitLong):
+		}
+		return fakellm.Response{Content: "a slow answer"}
 	})
 	tg.UserSays(tgUser, "hello")
 	eventually(t, "the turn started", func() bool { return llm.RequestCount() == 1 })
@@ -66,6 +74,7 @@ func TestIdleDaemonReleasesMemory(t *testing.T) {
 	if n := len(rel.list()) - atStart; n > 0 {
 		t.Errorf("memory released %d times while a turn was running", n)
 	}
+	letAnswer()
 	eventually(t, "the slow answer delivered", func() bool {
 		s := tg.Sent(tgUser)
 		return len(s) == 1 && s[0].Plain == "a slow answer"

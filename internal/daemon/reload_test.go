@@ -20,7 +20,10 @@ import (
 	"github.com/switchboard-bot/switchboard/internal/testkit/faketelegram"
 )
 
-const waitFor = 10 * time.Second
+// waitFor bounds a wait for something a test caused (the daemon ready, an
+// answer, a reload applied): a hang detector, not a performance bound. Each
+// takes well under a second on a quiet machine, a few on a loaded one.
+const waitFor = time.Minute
 
 // liveDaemon is a running daemon on a config file in a temp dir, with an
 // in-memory channel to talk through.

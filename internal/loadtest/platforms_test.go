@@ -38,7 +38,7 @@ func TestRedeliverSlackNamesTheRedeliveredTokens(t *testing.T) {
 	p.Say(chat, acked)
 
 	seen := map[string][]int{} // token -> retry attempts delivered
-	deadline := time.After(10 * time.Second)
+	deadline := time.After(time.Minute)
 	for len(seen[dropped]) < 2 {
 		select {
 		case evt := <-smc.Events:
