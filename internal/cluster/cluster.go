@@ -46,7 +46,7 @@ type Cluster struct {
 	ttl    time.Duration
 	log    *slog.Logger
 	path   string // the URL without secrets
-	secret string // the password, scrubbed from every error
+	secrets []string // the password and its pieces (redact.Passwords), scrubbed from every error
 
 	stop    chan struct{}  // closed by Close: background goroutines end
 	bg      sync.WaitGroup // background goroutines (heartbeat, wake listener)
@@ -76,7 +76,7 @@ func Open(ctx context.Context, url string, o Options) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: open %s: %w", c.path, redact.Error(err))
 	}
-	c.secret = cfg.ConnConfig.Password
+	c.secrets = append(redact.Passwords(url), cfg.ConnConfig.Password)
 	if cfg.MaxConns < 4 {
 		cfg.MaxConns = 4
 	}
@@ -220,7 +220,7 @@ func (c *Cluster) prune(ctx context.Context) {
 }
 
 func (c *Cluster) openErr(err error) error {
-	return fmt.Errorf("cluster: open %s: %w", c.path, redact.Error(err, c.secret))
+	return fmt.Errorf("cluster: open %s: %w", c.path, redact.Error(err, c.secrets...))
 }
 
 // wrap hides the password in a database error.
@@ -228,5 +228,5 @@ func (c *Cluster) wrap(err error) error {
 	if err == nil {
 		return nil
 	}
-	return redact.Error(err, c.secret)
+	return redact.Error(err, c.secrets...)
 }

@@ -76,7 +76,7 @@ func TestParseLenientFindsTheDaemon(t *testing.T) {
 		{"required token missing", "channels:\n  telegram:\n    enabled: true\nserver:\n  listen: 127.0.0.1:9998\n", "127.0.0.1:9998", "", "./data"},
 		{"wrong type elsewhere", "agent:\n  max_iterations: lots\nserver:\n  listen: 127.0.0.1:9997\n", "127.0.0.1:9997", "", "./data"},
 		{"syntax error below", "server:\n  listen: 127.0.0.1:9996\njobs: [\n", "127.0.0.1:9996", "", "./data"},
-		{"syntax error on line 1", "[\nserver:\n  listen: 127.0.0.1:9995\n", "127.0.0.1:8787", "", "./data"},
+		{"syntax error on line 1", "[\nserver:\n  listen: 127.0.0.1:9995\n", "127.0.0.1:9995", "", "./data"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if _, err := Parse("c.yaml", []byte(tt.body), env); err == nil {

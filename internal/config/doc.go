@@ -8,7 +8,9 @@
 //
 // Files: types.go (the schema), defaults.go (Default), load.go (Load,
 // Parse, ParseLenient, Digest, Error, YAML syntax), yamlhint.go and
-// yamlplace.go (where a syntax error starts), decode.go (node tree → Go
+// yamlplace.go (where a syntax error starts), salvage.go (what ParseLenient
+// keeps of a file that is not valid YAML), display.go (how messages show
+// values from the environment), decode.go (node tree → Go
 // values), env.go, validate.go, render.go (get / redacted rendering),
 // edit.go (set/unset, EditText), preview.go (the console's editing,
 // WriteVerified), watch.go.
@@ -51,7 +53,9 @@
 //     runs) is built with EditText, checked by the daemon in its own
 //     environment, and written with WriteVerified; Config.Digest tells
 //     whether the daemon runs a given content of the file. ParseLenient
-//     reads what it can of an invalid file, only to find the running daemon.
+//     reads what it can of an invalid file, only to find the running daemon:
+//     with a YAML syntax error, every top-level block (server:, bot:, …)
+//     that parses on its own still counts (salvage.go).
 //   - Tool names in agent.tools must be built-in tools (BuiltinTools), MCP
 //     tools of a configured server (<server>__<tool>, mcp.servers) or valid
 //     globs such as github__* (ToolNameProblem; built-ins are enabled by exact
@@ -63,6 +67,9 @@
 //     so a variable's value can never inject YAML. ":-" takes the default when
 //     the variable is unset or empty (as in POSIX shells). "$${" is a literal
 //     "${". Only the ${...} form expands; a lone "$" is kept as written.
+//     A message about a value that came from a reference shows the reference
+//     as written ("${VAR}"), never the value: validation errors, ErrorAt,
+//     and Config.Scrub for any other text about the config (display.go).
 //   - Every URL-valued key (a key named "url" or ending in "_url": llm.base_url,
 //     the channels' api_url, gateway_url and webhook_url) is printed through
 //     RedactURL (internal/redact) by `config get`, the rendered YAML and

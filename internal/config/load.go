@@ -47,6 +47,10 @@ type sourceMap struct {
 	refs    map[string][]string // environment variables the value referenced
 	present map[string]bool     // keys written in the file
 	raw     map[string]string   // text as written, for values that referenced variables
+	// env expanded the values in raw (display.go: messages show raw, not
+	// what env gives). Only the function is kept, never a value it gave,
+	// so that no rendering of a Config shows one.
+	env EnvFunc
 }
 
 func newSourceMap() *sourceMap {
@@ -103,6 +107,7 @@ func ParseWith(reg *platform.Registry, path string, data []byte, env func(string
 	cfg := defaultWith(reg)
 	cfg.Path = path
 	cfg.src = newSourceMap()
+	cfg.src.env = env
 	cfg.digest = DigestOf(data)
 
 	root, err := parseYAML(file, data)
@@ -229,13 +234,15 @@ func (c *Config) Digest() string { return c.digest }
 
 // ParseLenient decodes what it can of data and validates nothing: every key
 // that decodes is set, the others keep their defaults (when the YAML does
-// not parse, the lines before the first that fails still count). It is for
+// not parse, every top-level block that parses on its own still counts, and
+// of a broken block its lines above the first that fails: salvage.go). It is for
 // reaching the running daemon while the file is invalid (server.listen,
 // server.admin_token, bot.data_dir), never for running anything.
 func ParseLenient(path string, data []byte, env EnvFunc) *Config {
 	cfg := Default()
 	cfg.Path = path
 	cfg.src = newSourceMap()
+	cfg.src.env = env
 	root, err := parseYAML(displayName(path), data)
 	if err != nil {
 		root = salvageYAML(data)

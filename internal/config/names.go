@@ -27,10 +27,12 @@ func Suggest(s string, candidates []string) string { return suggest(s, candidate
 
 // ErrorAt returns an *Error about key placed at the line where key (or its
 // nearest ancestor) was written in the file c was loaded from. The message
-// starts with the key, as validation errors do.
+// starts with the key, as validation errors do, and shows a value that came
+// from the environment as the reference written in the file ("${VAR}"),
+// never the variable's value (see scrubKey).
 func (c *Config) ErrorAt(key, format string, args ...any) *Error {
 	return &Error{File: displayName(c.Path), Line: c.src.line(key), Key: key,
-		Msg: joinMsg(key, fmt.Sprintf(format, args...))}
+		Msg: joinMsg(key, c.scrubKey(key, fmt.Sprintf(format, args...)))}
 }
 
 // unknownName describes a name that is not among known, with "did you mean"

@@ -25,6 +25,12 @@ func TestStoragePostgresURL(t *testing.T) {
 		{"wrong scheme", "storage:\n  backend: postgres\n  postgres:\n    url: ${PG}\n", map[string]string{"PG": "mysql://sb:" + pw + "@db/x"}, `must be a postgres:// or postgresql:// URL`},
 		{"not a url", "storage:\n  backend: postgres\n  postgres:\n    url: ${PG}\n", map[string]string{"PG": pw}, "must be a postgres:// URL or a key=value DSN"},
 		{"bolt ignores it", "storage:\n  backend: bolt\n", nil, ""},
+		{"unencoded @ in the password", "storage:\n  backend: postgres\n  postgres:\n    url: ${PG}\n", map[string]string{"PG": "postgres://sb:" + pw + "@x@db.internal:5432/switchboard"},
+			"config.yaml:4: storage.postgres.url: the user info holds an unencoded '@': percent-encode '@' in the password as %40"},
+		{"unencoded @, postgresql:// from DATABASE_URL", "storage:\n  backend: postgres\n", map[string]string{"DATABASE_URL": "postgresql://sb@corp:" + pw + "@db/x"},
+			"storage.postgres.url: the user info holds an unencoded '@'"},
+		{"encoded @", "storage:\n  backend: postgres\n  postgres:\n    url: ${PG}\n", map[string]string{"PG": "postgres://sb:" + pw + "%40x@db.internal:5432/switchboard"}, ""},
+		{"@ in the query only", "storage:\n  backend: postgres\n  postgres:\n    url: ${PG}\n", map[string]string{"PG": "postgres://sb:" + pw + "@db/x?application_name=a@b"}, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -37,7 +43,7 @@ func TestStoragePostgresURL(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
 					t.Fatalf("Parse error = %v, want it to contain %q", err, c.wantErr)
 				}
-				if strings.Contains(err.Error(), pw) {
+				if strings.Contains(err.Error(), pw) || strings.Contains(err.Error(), "@x@") || strings.Contains(err.Error(), "db.internal") {
 					t.Fatalf("validation error shows the password: %v", err)
 				}
 				return

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -32,46 +31,8 @@ type validator struct {
 func (v *validator) fail(key, format string, args ...any) {
 	v.errs = append(v.errs, &Error{
 		File: v.file, Line: v.c.src.line(key), Key: key,
-		Msg: joinMsg(key, v.scrub(key, fmt.Sprintf(format, args...))),
+		Msg: joinMsg(key, v.c.scrubKey(key, fmt.Sprintf(format, args...))),
 	})
-}
-
-// scrub replaces, in a message about key, the value that came from the
-// environment with the reference as written ("${VAR}"), so a variable's
-// value (which may be a secret put in the wrong key) is never printed.
-func (v *validator) scrub(key, msg string) string {
-	if v.c.src == nil {
-		return msg
-	}
-	raw, ok := v.c.src.raw[key]
-	if !ok {
-		return msg
-	}
-	fv, err := valueAt(v.c, key)
-	if err != nil || fv.Kind() != reflect.String {
-		return msg
-	}
-	val := fv.String()
-	if val == "" {
-		return msg
-	}
-	var variants []string
-	for _, s := range []string{val, redactURL(val)} {
-		for _, n := range []int{80, 60, 30} {
-			t := truncate(s, n)
-			q := strconv.Quote(t)
-			variants = append(variants, q[1:len(q)-1], t)
-		}
-		q := strconv.Quote(s)
-		variants = append(variants, q[1:len(q)-1], s)
-	}
-	slices.SortFunc(variants, func(a, b string) int { return len(b) - len(a) })
-	for _, s := range variants {
-		if s != "" {
-			msg = strings.ReplaceAll(msg, s, raw)
-		}
-	}
-	return msg
 }
 
 // joinMsg puts the key in front of msg: "k is empty: …" or "k: must be …".
@@ -465,7 +426,8 @@ func (v *validator) logAndRetention() {
 }
 
 // storage names the allowed backends; postgres needs its URL (never
-// printed: it holds the password).
+// printed: it holds the password), whose user info must not hold an
+// unencoded '@' (the driver would print the text after it as a host name).
 func (v *validator) storage() {
 	v.oneOf("storage.backend", v.c.Storage.Backend, "bolt", "postgres")
 	if v.c.Storage.Backend != "postgres" {
@@ -476,11 +438,26 @@ func (v *validator) storage() {
 	if !url.IsSet() {
 		return
 	}
-	if scheme, _, ok := strings.Cut(url.Value(), "://"); ok && scheme != "postgres" && scheme != "postgresql" {
+	scheme, rest, ok := strings.Cut(url.Value(), "://")
+	switch {
+	case ok && scheme != "postgres" && scheme != "postgresql":
 		v.fail("storage.postgres.url", "must be a postgres:// or postgresql:// URL (or a key=value DSN), got scheme %q", truncate(scheme, 20))
-	} else if !ok && !strings.Contains(url.Value(), "=") {
+	case !ok && !strings.Contains(url.Value(), "="):
 		v.fail("storage.postgres.url", "must be a postgres:// URL or a key=value DSN such as \"host=db dbname=switchboard\"")
+	case ok && strings.Count(urlAuthority(rest), "@") > 1:
+		// The driver would take the text after the first '@' for the
+		// host and print it in its errors: part of the password.
+		v.fail("storage.postgres.url", "the user info holds an unencoded '@': percent-encode '@' in the password as %%40 (and in the user name), e.g. postgres://user:p%%40ss@host:5432/db")
 	}
+}
+
+// urlAuthority is the authority of a URL given without its "scheme://":
+// the text before the first '/', '?' or '#'.
+func urlAuthority(rest string) string {
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		return rest[:i]
+	}
+	return rest
 }
 
 // CheckTimezone accepts "", "Local", "UTC" and IANA names.

@@ -177,22 +177,3 @@ func unclosedOpener(line string, open byte) int {
 	}
 	return 0
 }
-
-// salvageYAML parses the lines of data before the first one at which it
-// fails (ParseLenient: keys above a syntax error still count); nil when
-// those do not parse either.
-func salvageYAML(data []byte) *yaml.Node {
-	n := firstFailingLine(data, rawParseError(data))
-	if n <= 1 {
-		return nil
-	}
-	end := 0
-	for i := 1; i < n; i++ {
-		end += bytes.IndexByte(data[end:], '\n') + 1
-	}
-	root, err := parseYAML("", data[:end])
-	if err != nil {
-		return nil
-	}
-	return root
-}

@@ -74,3 +74,50 @@ func TestLoadPersonaSetBuiltinsAndReferences(t *testing.T) {
 		t.Fatalf("missing dir: %v %v %v", set.Names(), skipped, err)
 	}
 }
+
+// A persona name that came from a ${VAR} reference is shown as the
+// reference in the error (the daemon's log, the admin alert, the answer to
+// `config set` / /admin/config/check), never as the variable's value.
+func TestCheckPersonasShowsReferencesNotValues(t *testing.T) {
+	const secret = "hunter2-topsecret"
+	env := func(k string) (string, bool) {
+		if k == "MYSECRET" {
+			return secret, true
+		}
+		return "", false
+	}
+	cfg, err := config.Parse(filepath.Join(t.TempDir(), "config.yaml"), []byte(`personas:
+  default: ${MYSECRET}
+  by_channel:
+    telegram: ${MYSECRET}
+  by_target:
+    "telegram:1": x-${MYSECRET}
+jobs:
+  - name: daily
+    schedule: "@daily"
+    prompt: hello
+    persona: ${MYSECRET}
+    deliver_to: ["telegram:1"]
+`), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = LoadPersonaSet(cfg, filepath.Join(t.TempDir(), "personas"))
+	if err == nil {
+		t.Fatal("unknown personas accepted")
+	}
+	got := err.Error()
+	for _, want := range []string{
+		`config.yaml:2: personas.default: unknown persona "${MYSECRET}"`,
+		`config.yaml:4: personas.by_channel.telegram: unknown persona "${MYSECRET}"`,
+		`config.yaml:6: personas.by_target.telegram:1: unknown persona "x-${MYSECRET}"`,
+		`config.yaml:11: jobs[0].persona: unknown persona "${MYSECRET}"`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("missing %q in:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "hunter2") {
+		t.Fatalf("the variable's value is in the error:\n%s", got)
+	}
+}

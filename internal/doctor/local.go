@@ -404,7 +404,8 @@ func (d *doctor) checkPersonas() Result {
 		f.add(StatusWarn, fmt.Sprintf("%d persona %s in the config %s no file", len(missing), plural(len(missing), "name", "names"), plural(len(missing), "has", "have")),
 			"create the missing persona files or change personas.default / by_target / by_channel")
 		for _, e := range missing {
-			f.details = append(f.details, e.Error())
+			// A name from a ${VAR} shows as the reference (config.Scrub).
+			f.details = append(f.details, d.cfg.Scrub(e.Error()))
 		}
 	}
 	return f.result(CheckPersonas)

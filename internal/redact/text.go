@@ -2,6 +2,7 @@ package redact
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -38,6 +39,9 @@ func Error(err error, secrets ...string) error {
 	}
 	msg := err.Error()
 	red := msg
+	// Longest first, so that a password is replaced whole before its pieces.
+	secrets = slices.Clone(secrets)
+	slices.SortStableFunc(secrets, func(a, b string) int { return len(b) - len(a) })
 	for _, sec := range secrets {
 		if sec != "" {
 			red = strings.ReplaceAll(red, sec, "[redacted]")

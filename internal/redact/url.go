@@ -2,7 +2,9 @@
 // password, a token as user info, or secret-looking query parameters. It is
 // a leaf package so that every layer (config, daemon, doctor, the platform
 // adapters, the agent) prints URLs the same way; internal/config exposes it
-// as config.RedactURL.
+// as config.RedactURL. Error hides given secrets in an error's text too, and
+// Passwords names every piece of a connection string's password a driver may
+// echo (also one split by an unencoded '@').
 package redact
 
 import (

@@ -143,7 +143,7 @@ func (s *Store) Check() error {
 	if err != nil {
 		var pe interface{ SQLState() string }
 		if errors.As(err, &pe) && pe.SQLState() == "42P01" { // undefined_table
-			return fmt.Errorf("memory: check %s: %w: %w", s.path, memory.ErrInvalidDatabase, redact.Error(err, s.secret))
+			return fmt.Errorf("memory: check %s: %w: %w", s.path, memory.ErrInvalidDatabase, redact.Error(err, s.secrets...))
 		}
 		return s.wrap(op, err)
 	}

@@ -73,11 +73,11 @@ import (
 // Store is an open database. It is safe for concurrent use and implements
 // memory.Store.
 type Store struct {
-	pool   *pgxpool.Pool
-	path   string // the URL without secrets
-	secret string // the password, scrubbed from every error
-	opts   memory.Options
-	log    *slog.Logger
+	pool    *pgxpool.Pool
+	path    string   // the URL without secrets
+	secrets []string // the password and its pieces (redact.Passwords), scrubbed from every error
+	opts    memory.Options
+	log     *slog.Logger
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -109,9 +109,9 @@ func Open(ctx context.Context, url string, opts memory.Options) (*Store, error) 
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		// pgx hides the password in parse errors; scrub anyway.
-		return nil, fmt.Errorf("memory: open postgres: %w", redact.Error(err, passwordOf(url)))
+		return nil, fmt.Errorf("memory: open postgres: %w", redact.Error(err, append(redact.Passwords(url), passwordOf(url))...))
 	}
-	s := &Store{path: redact.URL(url), secret: cfg.ConnConfig.Password, opts: opts, log: opts.Logger}
+	s := &Store{path: redact.URL(url), secrets: append(redact.Passwords(url), cfg.ConnConfig.Password), opts: opts, log: opts.Logger}
 	if !strings.Contains(url, "://") {
 		s.path = dsnWithoutPassword(url)
 	}
@@ -133,7 +133,7 @@ func Open(ctx context.Context, url string, opts memory.Options) (*Store, error) 
 }
 
 func (s *Store) openErr(err error) error {
-	return fmt.Errorf("memory: open %s: %w", s.path, redact.Error(err, s.secret))
+	return fmt.Errorf("memory: open %s: %w", s.path, redact.Error(err, s.secrets...))
 }
 
 // passwordOf is the password in a URL or DSN ("" if none or unparsable).
@@ -217,9 +217,9 @@ func (s *Store) wrap(op string, err error) error {
 		return nil
 	}
 	if s.closed.Load() && !errors.Is(err, memory.ErrClosed) {
-		return fmt.Errorf("memory: %s: %w: %w", op, memory.ErrClosed, redact.Error(err, s.secret))
+		return fmt.Errorf("memory: %s: %w: %w", op, memory.ErrClosed, redact.Error(err, s.secrets...))
 	}
-	werr := fmt.Errorf("memory: %s: %w", op, redact.Error(err, s.secret))
+	werr := fmt.Errorf("memory: %s: %w", op, redact.Error(err, s.secrets...))
 	if unreachable(err) {
 		s.unavailable(werr) // at once, not at the next probe (health.go)
 	}

@@ -274,3 +274,25 @@ func TestInboxPendingSession(t *testing.T) {
 		t.Fatalf("InboxPendingSession = %+v, want items %d and %d of slack:C1", got, want[0], want[2])
 	}
 }
+
+// A password with an unencoded '@' (pgx then reads its second half as part
+// of the host name, "lookup SECRET9@127.0.0.1: no such host") shows in no
+// piece in Open's error; no server is needed.
+func TestPasswordWithAtNeverShown(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, url := range []string{
+		"postgres://sb:PG@SECRET9@127.0.0.1:1/db?connect_timeout=2",
+		"postgres://sb:pa/SECRET9@127.0.0.1:1/db?connect_timeout=2",
+	} {
+		s, err := Open(ctx, url, memory.Options{})
+		if err == nil {
+			_ = s.Close()
+			t.Fatalf("Open(%s) succeeded", url)
+		}
+		if strings.Contains(err.Error(), "SECRET9") {
+			t.Errorf("a piece of the password is in the error: %v", err)
+		}
+		t.Log(err)
+	}
+}
