@@ -16,6 +16,7 @@ import (
 func (a *app) auditCmd() *cobra.Command {
 	var session, since string
 	var limit int
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "audit",
 		Short: "Print the audit log: tool calls, admin commands, pairing decisions",
@@ -49,6 +50,9 @@ func (a *app) auditCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if asJSON {
+				return a.writeJSON(auditJSON{Records: nonNil(recs)})
+			}
 			tw := tabwriter.NewWriter(a.listOut(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "TIME\tACTOR\tACTION\tSESSION\tDETAIL\tERROR")
 			for _, r := range recs {
@@ -61,5 +65,6 @@ func (a *app) auditCmd() *cobra.Command {
 	cmd.Flags().StringVar(&session, "session", "", "only records of this session")
 	cmd.Flags().StringVar(&since, "since", "", "only records newer than this (e.g. 24h, 7d)")
 	cmd.Flags().IntVar(&limit, "limit", 200, "at most this many records")
+	addJSONFlag(cmd, &asJSON)
 	return cmd
 }

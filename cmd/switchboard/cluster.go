@@ -18,7 +18,8 @@ const clusterStatusTimeout = 30 * time.Second
 
 func (a *app) clusterCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "cluster", Short: "Replicas sharing one PostgreSQL database (storage.backend: postgres)"}
-	cmd.AddCommand(&cobra.Command{
+	var asJSON bool
+	status := &cobra.Command{
 		Use:   "status",
 		Short: "List the replicas, who holds which lease, and the inbox backlog",
 		Long: `Reads the cluster's state straight from the database in storage.postgres.url (no running
@@ -36,14 +37,17 @@ fencing token and expiry, and how many accepted messages wait in the inbox.`,
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), clusterStatusTimeout)
 			defer cancel()
-			return a.clusterStatus(ctx, cfg)
+			return a.clusterStatus(ctx, cfg, asJSON)
 		},
-	})
+	}
+	addJSONFlag(status, &asJSON)
+	cmd.AddCommand(status)
 	return cmd
 }
 
-// clusterStatus prints the cluster's state and the inbox backlog.
-func (a *app) clusterStatus(ctx context.Context, cfg *config.Config) error {
+// clusterStatus prints the cluster's state and the inbox backlog (asJSON:
+// as one JSON document, once both are read).
+func (a *app) clusterStatus(ctx context.Context, cfg *config.Config, asJSON bool) error {
 	log := a.logger(cfg, levelWarn)
 	c, err := cluster.Open(ctx, cfg.Storage.Postgres.URL.Value(), cluster.Options{Passive: true, LeaseTTL: cfg.Cluster.LeaseTTL, Logger: log})
 	if err != nil {
@@ -55,7 +59,9 @@ func (a *app) clusterStatus(ctx context.Context, cfg *config.Config) error {
 		return err
 	}
 	st.ReplicaID = "" // a passive look, not a replica
-	fmt.Fprint(a.listOut(), daemon.FormatClusterStatus(st, c.TTL()))
+	if !asJSON {
+		fmt.Fprint(a.listOut(), daemon.FormatClusterStatus(st, c.TTL()))
+	}
 	store, err := daemon.OpenStore(cfg, log)
 	if err != nil {
 		return err
@@ -64,6 +70,9 @@ func (a *app) clusterStatus(ctx context.Context, cfg *config.Config) error {
 	pending, err := store.InboxPending(ctx)
 	if err != nil {
 		return fmt.Errorf("inbox backlog: %w", err)
+	}
+	if asJSON {
+		return a.writeJSON(clusterJSON{ClusterReport: daemon.ReportCluster(st, c.TTL()), InboxBacklog: len(pending)})
 	}
 	fmt.Fprintf(a.stdout, "inbox backlog: %d message(s) accepted and not yet answered\n", len(pending))
 	return nil

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -10,7 +11,8 @@ import (
 )
 
 func (a *app) doctorCmd() *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check config, data dir, database, model endpoint and channel credentials; print fixes",
 		Args:  cobra.NoArgs,
@@ -20,11 +22,30 @@ func (a *app) doctorCmd() *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(a.stderr, "switchboard: %s\n", configNote(path, how))
-			_, broken := doctor.Run(cmd.Context(), doctor.Options{ConfigPath: path}, a.stdout)
+			var broken bool
+			if asJSON {
+				results := doctor.Check(cmd.Context(), doctor.Options{ConfigPath: path})
+				if err := a.writeJSON(doctorDoc(path, time.Now(), results)); err != nil {
+					return err
+				}
+				broken = doctor.Broken(results)
+			} else {
+				_, broken = doctor.Run(cmd.Context(), doctor.Options{ConfigPath: path}, a.stdout)
+			}
 			if broken {
-				return &exitError{code: 1, err: errors.New("doctor found problems (see the fixes above)")}
+				return &exitError{code: 1, err: errors.New(doctorProblems(asJSON))}
 			}
 			return nil
 		},
 	}
+	addJSONFlag(cmd, &asJSON)
+	return cmd
+}
+
+// doctorProblems is the error line of a doctor run with a failed check.
+func doctorProblems(asJSON bool) string {
+	if asJSON {
+		return "doctor found problems (see the checks with \"status\": \"fail\")"
+	}
+	return "doctor found problems (see the fixes above)"
 }

@@ -21,7 +21,8 @@ import (
 // decides).
 func (a *app) jobsCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "jobs", Short: "List, run, pause, resume and delete scheduled jobs"}
-	cmd.AddCommand(&cobra.Command{
+	var asJSON bool
+	list := &cobra.Command{
 		Use:   "list",
 		Short: "List jobs with their next run and last result",
 		Args:  cobra.NoArgs,
@@ -32,6 +33,9 @@ func (a *app) jobsCmd() *cobra.Command {
 			})
 			if err != nil {
 				return err
+			}
+			if asJSON {
+				return a.writeJSON(jobsDoc(rows))
 			}
 			if len(rows) == 0 {
 				fmt.Fprintln(a.listOut(), "no jobs")
@@ -48,7 +52,9 @@ func (a *app) jobsCmd() *cobra.Command {
 			}
 			return tw.Flush()
 		},
-	})
+	}
+	addJSONFlag(list, &asJSON)
+	cmd.AddCommand(list)
 	for _, action := range []struct{ name, short string }{
 		{"run", "Run a job now and deliver its result"},
 		{"pause", "Pause a job"},

@@ -19,7 +19,8 @@ const mcpProbeLimit = 2 * time.Minute
 
 func (a *app) mcpCmd() *cobra.Command {
 	c := &cobra.Command{Use: "mcp", Short: "MCP (Model Context Protocol) tool servers", Args: cobra.NoArgs}
-	c.AddCommand(&cobra.Command{
+	var asJSON bool
+	list := &cobra.Command{
 		Use:   "list",
 		Short: "List the MCP servers of mcp.servers: state and tools (from the running daemon, else by connecting to them)",
 		Args:  cobra.NoArgs,
@@ -29,14 +30,14 @@ func (a *app) mcpCmd() *cobra.Command {
 				return err
 			}
 			var st []mcp.ServerStatus
-			source := "connected to each server (no daemon running)"
+			source, from := "connected to each server (no daemon running)", "probe"
 			if remote != nil {
 				ctx, cancel := context.WithTimeout(cmd.Context(), statusTimeout)
 				defer cancel()
 				if err := remote.call(ctx, "GET", "/admin/mcp", nil, &st); err != nil {
 					return err
 				}
-				source = "from the running daemon"
+				source, from = "from the running daemon", "daemon"
 			} else {
 				ctx, cancel := context.WithTimeout(cmd.Context(), mcpProbeLimit)
 				defer cancel()
@@ -48,10 +49,18 @@ func (a *app) mcpCmd() *cobra.Command {
 				}
 			}
 			slices.SortFunc(st, func(x, y mcp.ServerStatus) int { return strings.Compare(x.Name, y.Name) })
+			if asJSON {
+				for i := range st {
+					st[i].Tools, st[i].Offered = nonNil(st[i].Tools), nonNil(st[i].Offered)
+				}
+				return a.writeJSON(mcpJSON{Source: from, Servers: nonNil(st)})
+			}
 			writeMCPList(a.listOut(), source, st)
 			return nil
 		},
-	})
+	}
+	addJSONFlag(list, &asJSON)
+	c.AddCommand(list)
 	return c
 }
 

@@ -16,7 +16,8 @@ import (
 
 func (a *app) pairingCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "pairing", Short: "List and approve pairing codes of unknown users"}
-	cmd.AddCommand(&cobra.Command{
+	var asJSON bool
+	list := &cobra.Command{
 		Use:   "list",
 		Short: "List pending pairing codes",
 		Args:  cobra.NoArgs,
@@ -37,6 +38,9 @@ func (a *app) pairingCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if asJSON {
+				return a.writeJSON(pairingJSON{Requests: nonNil(reqs)})
+			}
 			if len(reqs) == 0 {
 				fmt.Fprintln(a.listOut(), "no pending pairing codes")
 				return nil
@@ -48,7 +52,9 @@ func (a *app) pairingCmd() *cobra.Command {
 			}
 			return tw.Flush()
 		},
-	}, &cobra.Command{
+	}
+	addJSONFlag(list, &asJSON)
+	cmd.AddCommand(list, &cobra.Command{
 		Use:   "approve CODE",
 		Short: "Approve a pairing code (works with the daemon running or stopped)",
 		Args:  cobra.ExactArgs(1),

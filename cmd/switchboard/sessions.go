@@ -42,14 +42,17 @@ func withStore(cfg *config.Config, fn func(st memory.Store) error) error {
 
 func (a *app) sessionsCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "sessions", Short: "List, show, export and reset conversations"}
-	cmd.AddCommand(&cobra.Command{
+	var asJSON bool
+	list := &cobra.Command{
 		Use:   "list",
 		Short: "List sessions, newest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.listSessions(cmd.Context())
+			return a.listSessions(cmd.Context(), asJSON)
 		},
-	})
+	}
+	addJSONFlag(list, &asJSON)
+	cmd.AddCommand(list)
 	var archives bool
 	show := &cobra.Command{
 		Use:   "show KEY",
@@ -103,7 +106,7 @@ func (a *app) sessionsCmd() *cobra.Command {
 	return cmd
 }
 
-func (a *app) listSessions(ctx context.Context) error {
+func (a *app) listSessions(ctx context.Context, asJSON bool) error {
 	cfg, remote, err := a.locate(needData)
 	if err != nil {
 		return err
@@ -119,6 +122,9 @@ func (a *app) listSessions(ctx context.Context) error {
 	}
 	if err != nil {
 		return err
+	}
+	if asJSON {
+		return a.writeJSON(sessionsJSON{Sessions: nonNil(list)})
 	}
 	if len(list) == 0 {
 		fmt.Fprintln(a.listOut(), "no sessions yet")

@@ -162,6 +162,11 @@ func (d *Daemon) admin(next http.Handler) http.Handler {
 }
 
 func (d *Daemon) serveStatus(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Query().Get("format") == "json" { // `switchboard status --json`
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(d.StatusReport(r.Context()))
+		return
+	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	fmt.Fprintln(w, d.StatusText(r.Context()))
 }
