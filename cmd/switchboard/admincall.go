@@ -5,12 +5,11 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 
 	"github.com/switchboard-bot/switchboard/internal/config"
+	"github.com/switchboard-bot/switchboard/internal/daemon"
 )
 
 // errNoDaemon marks daemonDown's "not running" (nothing listens).
@@ -47,14 +46,15 @@ func httpStatus(err error) int {
 
 // daemonRefused explains a non-200 answer of the admin endpoint. A 4xx is
 // about the request (an unknown job or code): the operator's mistake, exit 2,
-// told in the daemon's own words.
+// told in the daemon's own words. Refusals of who asks (401, 403) and a rate
+// limit (429) are runtime failures, exit 1.
 func daemonRefused(status int, body []byte) error {
 	text := strings.TrimSpace(string(body))
 	if len(text) > 300 {
 		text = text[:300] + "…"
 	}
 	switch {
-	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+	case status == http.StatusUnauthorized || status == http.StatusForbidden || status == http.StatusTooManyRequests:
 		return fmt.Errorf("the daemon refused the admin request: %s", text)
 	case status >= 400 && status < 500:
 		if text == "" {
@@ -66,14 +66,13 @@ func daemonRefused(status int, body []byte) error {
 }
 
 // adminToken is server.admin_token, else the token the daemon wrote to
-// <data_dir>/admin.token (readable only by its user) for local commands.
-func adminToken(cfg *config.Config) string {
+// <data_dir>/admin.token (readable only by its user) for local commands;
+// "" when there is none. The file is read without blocking and bounded; one
+// that is not a regular file is an error naming it (the command goes on
+// without a token and says so if the daemon wants one).
+func adminToken(cfg *config.Config) (string, error) {
 	if tok := cfg.Server.AdminToken.Value(); tok != "" {
-		return tok
+		return tok, nil
 	}
-	data, err := os.ReadFile(filepath.Join(cfg.ResolvePath(cfg.Bot.DataDir), "admin.token"))
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(data))
+	return daemon.ReadLocalToken(cfg.ResolvePath(cfg.Bot.DataDir))
 }

@@ -29,7 +29,10 @@ import (
 type daemonClient struct {
 	base  string // http://host:port
 	token string
-	http  *http.Client
+	// tokenErr is why the CLI has no admin token to send (admin.token is
+	// not a regular file), told when the daemon refuses the request.
+	tokenErr error
+	http     *http.Client
 	// mayBeDown: the daemon was not seen holding the store (status), so a
 	// refused connection means it is not running (see daemonDown).
 	mayBeDown bool
@@ -111,7 +114,8 @@ func newDaemonClient(cfg *config.Config) (*daemonClient, error) {
 	if strings.HasPrefix(host, "0.0.0.0:") || strings.HasPrefix(host, "[::]:") || strings.HasPrefix(host, ":") {
 		host = "127.0.0.1:" + host[strings.LastIndex(host, ":")+1:]
 	}
-	return &daemonClient{base: "http://" + host, token: adminToken(cfg), http: &http.Client{}}, nil
+	tok, tokErr := adminToken(cfg)
+	return &daemonClient{base: "http://" + host, token: tok, tokenErr: tokErr, http: &http.Client{}}, nil
 }
 
 // probeTimeout bounds the look for a running daemon behind an invalid file.
@@ -213,7 +217,11 @@ func (c *daemonClient) do(ctx context.Context, method, path string, form url.Val
 	}
 	defer resp.Body.Close()
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	return nil, &statusError{status: resp.StatusCode, err: daemonRefused(resp.StatusCode, msg)} // a 4xx is the operator's mistake: exit 2
+	err = daemonRefused(resp.StatusCode, msg) // a 4xx is the operator's mistake: exit 2
+	if resp.StatusCode == http.StatusUnauthorized && c.tokenErr != nil {
+		err = fmt.Errorf("%w\nthe CLI had no admin token to send: %v", err, c.tokenErr)
+	}
+	return nil, &statusError{status: resp.StatusCode, err: err}
 }
 
 // call sends one request and decodes the JSON answer into out.

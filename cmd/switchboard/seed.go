@@ -36,8 +36,9 @@ type seeded struct {
 
 // seedConfig writes the named config file from SWITCHBOARD_CONFIG_SEED when
 // both are set and the file does not exist. It returns what it wrote (nil
-// when nothing was). A seed that cannot be read is the operator's (or the
-// image's) mistake, exit 2; a config that cannot be written is a runtime
+// when nothing was). A seed that cannot be read (missing, not a regular
+// file, over config.MaxFileSize) is the operator's (or the image's) mistake,
+// exit 2; a config that cannot be written is a runtime
 // failure, exit 1, that says which directory needs to be writable.
 func (a *app) seedConfig() (*seeded, error) {
 	from := a.getenv(envConfigSeed)
@@ -51,9 +52,12 @@ func (a *app) seedConfig() (*seeded, error) {
 	if _, err := os.Lstat(name); !errors.Is(err, fs.ErrNotExist) {
 		return nil, nil // it exists (or findConfig says what is wrong with it)
 	}
-	data, err := os.ReadFile(from)
+	// Read as the config itself is: a regular file only, never blocking,
+	// at most config.MaxFileSize (a device or a named pipe here would
+	// otherwise fill the memory or hang the start).
+	data, err := config.ReadBounded(from, "a default config")
 	if err != nil {
-		return nil, usagef("%s names the default config %s, which cannot be read: %w", envConfigSeed, from, err)
+		return nil, usagef("%s names the default config, which cannot be used: %w", envConfigSeed, err)
 	}
 	wrote, err := writeNewFile(name, data, 0o600)
 	if err != nil {

@@ -1,9 +1,11 @@
 package config
 
 import (
+	"errors"
 	"fmt"
-	"io"
-	"os"
+	"path/filepath"
+
+	"github.com/switchboard-bot/switchboard/internal/opfile"
 )
 
 // MaxFileSize bounds config.yaml: a real configuration is a few KiB, and a
@@ -11,21 +13,31 @@ import (
 // CLI's) memory with it.
 const MaxFileSize = 1 << 20
 
-// readFile reads a config file of at most MaxFileSize bytes. A larger file
-// is a clear error naming the file and the limit; nothing is decoded.
+// readFile reads a config file: a regular file (symlinks followed) of at
+// most MaxFileSize bytes, opened without blocking (internal/opfile), so a
+// named pipe or a device named as the config is refused at once instead of
+// hanging the daemon or filling its memory. A refusal is a clear error
+// naming the file; nothing is decoded. A missing file is fs.ErrNotExist.
 func readFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	return ReadBounded(path, "a configuration")
+}
+
+// ReadBounded reads the file at path as readFile does; what names what the
+// file should hold, for the errors ("a configuration").
+func ReadBounded(path, what string) ([]byte, error) {
+	real, err := filepath.EvalSymlinks(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
-	if err != nil {
+	data, err := opfile.ReadFile(real, MaxFileSize)
+	switch {
+	case errors.Is(err, opfile.ErrTooLarge):
+		return nil, fmt.Errorf("%s: the file is larger than %d KiB; %s this big is not one (check that it is the right file)",
+			displayName(path), MaxFileSize>>10, what)
+	case errors.Is(err, opfile.ErrNotRegular):
+		return nil, fmt.Errorf("%s: %w; %s must be a regular file (check that it is the right file)", displayName(path), err, what)
+	case err != nil:
 		return nil, err
-	}
-	if len(data) > MaxFileSize {
-		return nil, fmt.Errorf("%s: the file is larger than %d KiB; a configuration this big is not one (check that it is the right file)",
-			displayName(path), MaxFileSize>>10)
 	}
 	return data, nil
 }

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/switchboard-bot/switchboard/internal/opfile"
 )
 
 // AdminTokenFile is the file in bot.data_dir where the daemon keeps a
@@ -44,7 +46,7 @@ func (d *Daemon) writeLocalToken() string {
 	}
 	tok, how, err := LoadLocalToken(dir)
 	if err != nil {
-		d.log.Warn("could not write the local admin token; CLI commands need server.admin_token", "err", err)
+		d.log.Warn("no local admin token: CLI commands and the console's login need server.admin_token until this is fixed", "err", err)
 		return ""
 	}
 	switch how {
@@ -67,17 +69,27 @@ const (
 // came by it: a pending rotation (AdminTokenNextFile) becomes AdminTokenFile;
 // else AdminTokenFile's token is kept (its mode tightened to 0600 if it was
 // looser); else a new token is written there. A file that holds no token
-// (empty, edited) is replaced by a new one.
+// (empty, edited, larger than a token file can be) is replaced by a new one.
+// Either file being anything but a regular file (a named pipe, a device) is
+// an error naming it: it is neither read (a pipe would block the start for
+// good) nor replaced (whoever put it there decides).
 func LoadLocalToken(dir string) (tok, how string, err error) {
 	cur, next := filepath.Join(dir, AdminTokenFile), filepath.Join(dir, AdminTokenNextFile)
-	if t, ok := readToken(next); ok {
+	t, err := readToken(next)
+	if err != nil {
+		return "", "", err
+	}
+	if t != "" {
 		if err := os.Rename(next, cur); err != nil {
 			return "", "", fmt.Errorf("adopt the rotated admin token: %w", err)
 		}
 		return t, TokenRotated, os.Chmod(cur, 0o600)
 	}
 	_ = os.Remove(next) // unreadable or not a token: the rotation is lost, never half-used
-	if t, ok := readToken(cur); ok {
+	if t, err = readToken(cur); err != nil {
+		return "", "", err
+	}
+	if t != "" {
 		if fi, err := os.Stat(cur); err == nil && fi.Mode().Perm()&0o077 != 0 {
 			if err := os.Chmod(cur, 0o600); err != nil {
 				return "", "", fmt.Errorf("make %s private: %w", cur, err)
@@ -85,8 +97,15 @@ func LoadLocalToken(dir string) (tok, how string, err error) {
 		}
 		return t, TokenKept, nil
 	}
-	t, err := writeNewToken(cur)
+	t, err = writeNewToken(cur)
 	return t, TokenNew, err
+}
+
+// ReadLocalToken returns the token in data directory dir's AdminTokenFile,
+// as local CLI commands read it: "" when there is none (no file, one that
+// cannot be read or holds no token), an error when it is not a regular file.
+func ReadLocalToken(dir string) (string, error) {
+	return readToken(filepath.Join(dir, AdminTokenFile))
 }
 
 // RotateLocalToken writes a new admin token for data directory dir and
@@ -112,21 +131,34 @@ func RotateLocalToken(dir string, running bool) (string, error) {
 	return path, nil
 }
 
-// readToken reads a token file; ok is false when it is missing, unreadable
-// or holds no token (64 hex digits).
-func readToken(path string) (string, bool) {
-	data, err := os.ReadFile(path)
+// maxTokenFile bounds a token file's read: a token is 64 hex digits.
+const maxTokenFile = 4 << 10
+
+// readToken reads a token file: "" when it is missing, unreadable, larger
+// than maxTokenFile or holds no token (64 hex digits). A file that is not a
+// regular file is refused with an error that names it and says to remove
+// it. The read never blocks (opfile: opened O_NONBLOCK, checked with fstat
+// before a byte is read) and a symlink is followed.
+func readToken(path string) (string, error) {
+	real, err := filepath.EvalSymlinks(path)
 	if err != nil {
-		return "", false
+		return "", nil // missing (or a dangling link): no token
+	}
+	data, err := opfile.ReadFile(real, maxTokenFile)
+	if errors.Is(err, opfile.ErrNotRegular) {
+		return "", fmt.Errorf("%s: %w: remove it (rm %s); the daemon writes a new token file at its next start", path, err, path)
+	}
+	if err != nil {
+		return "", nil
 	}
 	t := strings.TrimSpace(string(data))
 	if len(t) != 64 {
-		return "", false
+		return "", nil
 	}
 	if _, err := hex.DecodeString(t); err != nil {
-		return "", false
+		return "", nil
 	}
-	return t, true
+	return t, nil
 }
 
 // writeNewToken writes a fresh random token (32 bytes from crypto/rand, in
@@ -143,6 +175,9 @@ func writeNewToken(path string) (string, error) {
 	return tok, nil
 }
 
+// writeFile0600 writes data to a new temporary file in path's directory and
+// renames it over path: whatever path was (a named pipe, a device) is never
+// opened for writing.
 func writeFile0600(path string, data []byte) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".admin.token-*")
 	if err != nil {

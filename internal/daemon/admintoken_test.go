@@ -4,7 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/switchboard-bot/switchboard/internal/daemon"
 )
@@ -111,5 +113,61 @@ func TestRotateLocalTokenStopped(t *testing.T) {
 	}
 	if tok, how, _ := daemon.LoadLocalToken(dir); tok != second || how != daemon.TokenKept {
 		t.Errorf("the next start used %s, not the rotated token", how)
+	}
+}
+
+// Issue B3: a named pipe (or any file but a regular one) at admin.token or
+// admin.token.next is refused at once, with the file named and what to do,
+// by the daemon's start (LoadLocalToken) and the CLI's read
+// (ReadLocalToken): never a hang. /dev/zero through a symlink is refused
+// the same way.
+func TestLocalTokenNotARegularFile(t *testing.T) {
+	cases := []struct {
+		name, file string
+		make       func(path string) error
+		kind       string
+	}{
+		{"admin.token a named pipe", daemon.AdminTokenFile, func(p string) error { return syscall.Mkfifo(p, 0o600) }, "a named pipe"},
+		{"admin.token.next a named pipe", daemon.AdminTokenNextFile, func(p string) error { return syscall.Mkfifo(p, 0o600) }, "a named pipe"},
+		{"admin.token a link to /dev/zero", daemon.AdminTokenFile, func(p string) error { return os.Symlink("/dev/zero", p) }, "a character device"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, c.file)
+			if err := c.make(path); err != nil {
+				t.Fatal(err)
+			}
+			type answer struct {
+				tok string
+				err error
+			}
+			calls := map[string]func() answer{
+				"LoadLocalToken": func() answer { tok, _, err := daemon.LoadLocalToken(dir); return answer{tok, err} },
+			}
+			if c.file == daemon.AdminTokenFile {
+				calls["ReadLocalToken"] = func() answer { tok, err := daemon.ReadLocalToken(dir); return answer{tok, err} }
+			}
+			for name, call := range calls {
+				got := make(chan answer, 1)
+				go func() { got <- call() }()
+				select {
+				case a := <-got:
+					if a.err == nil || a.tok != "" {
+						t.Fatalf("%s: token %q, err %v; want it refused", name, a.tok, a.err)
+					}
+					for _, w := range []string{path, "not a regular file (" + c.kind + ")", "remove it"} {
+						if !strings.Contains(a.err.Error(), w) {
+							t.Errorf("%s: %q does not say %q", name, a.err, w)
+						}
+					}
+				case <-time.After(time.Minute): // a hang detector
+					t.Fatalf("%s hangs on %s", name, c.name)
+				}
+			}
+			if fi, err := os.Lstat(path); err != nil || fi.Mode().IsRegular() {
+				t.Errorf("the refused %s was replaced or removed (%v)", c.file, err)
+			}
+		})
 	}
 }

@@ -131,23 +131,74 @@ func (a *auth) takeFlash(s *loginSession) string {
 	return f
 }
 
-// allowLogin applies the per-IP and global login rates.
-func (a *auth) allowLogin(ip string) bool {
+// Login limits (the login form and POST /ui/login/link take the same admin
+// token, and share them).
+//
+// A token is compared first, in constant time, and a right one is never
+// refused by a limit: the limits count wrong tokens only, so a stranger's
+// guesses cannot lock the operator out (the local token is 32 random bytes
+// and the README has server.admin_token made the same way; guessing either
+// is hopeless, and the limits keep wrong guesses from flooding the audit).
+// Wrong tokens are limited per bucket, LoginPerIP a minute, and overall,
+// LoginGlobal a minute, each with a burst of as many; past either, a wrong
+// token is answered 429 (and not audited). A bucket is the TCP peer's
+// address; requests that came through a reverse proxy (they carry one of
+// proxyHeaders) count in a bucket of their own for that peer, because a
+// proxy on this host sends every stranger's request from 127.0.0.1, the
+// address the local CLI uses. Proxy headers are never trusted for an
+// address. The admin API keeps its own count the same way
+// (internal/daemon/adminauth.go).
+
+// proxyHeaders mark a request that came through a reverse proxy.
+var proxyHeaders = []string{"Forwarded", "X-Forwarded-For", "X-Real-Ip", "X-Forwarded-Host", "X-Forwarded-Proto"}
+
+// limitKey is the login-limit bucket of r, also the "from …" of its audit
+// records.
+func limitKey(r *http.Request) string {
+	for _, h := range proxyHeaders {
+		if _, ok := r.Header[h]; ok {
+			return clientIP(r) + " via a proxy"
+		}
+	}
+	return clientIP(r)
+}
+
+// tokenOK reports whether tok is one of tokens, comparing each in constant
+// time.
+func tokenOK(tok string, tokens []string) bool {
+	ok := false
+	for _, t := range tokens {
+		if equal(tok, t) {
+			ok = true
+		}
+	}
+	return ok
+}
+
+// wrongToken counts a wrong token from bucket key; it reports false, and
+// counts nothing, when the bucket or the global limit is spent.
+func (a *auth) wrongToken(key string) bool {
 	now := a.o.Now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.limiterLocked(ip).AllowN(now, 1) && a.global.AllowN(now, 1)
+	l := a.limiterLocked(key)
+	if l.TokensAt(now) < 1 || a.global.TokensAt(now) < 1 {
+		return false
+	}
+	l.AllowN(now, 1)
+	a.global.AllowN(now, 1)
+	return true
 }
 
-// limiterLocked is ip's login rate limiter (a.mu held).
-func (a *auth) limiterLocked(ip string) *rate.Limiter {
-	l := a.perIP[ip]
+// limiterLocked is key's login rate limiter (a.mu held).
+func (a *auth) limiterLocked(key string) *rate.Limiter {
+	l := a.perIP[key]
 	if l == nil {
 		if len(a.perIP) >= 4096 { // bounded: forget every address at once
 			a.perIP = map[string]*rate.Limiter{}
 		}
 		l = rate.NewLimiter(rate.Limit(float64(a.o.LoginPerIP)/60), a.o.LoginPerIP)
-		a.perIP[ip] = l
+		a.perIP[key] = l
 	}
 	return l
 }
@@ -247,7 +298,7 @@ type loginData struct {
 }
 
 func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Query().Has("once") { // a one-time link (oncelink.go)
+	if r.Method == http.MethodGet && r.URL.Query().Has("once") { // a one-time link (oncelink.go); HEAD leaves it be
 		s.onceLogin(w, r, r.URL.Query().Get("once"))
 		return
 	}
@@ -272,24 +323,18 @@ func (s *Server) loginPost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	next := safeNext(r.PostFormValue("next"))
-	if !s.auth.allowLogin(clientIP(r)) {
-		w.Header().Set("Retry-After", "60")
-		s.renderLogin(w, r, http.StatusTooManyRequests, next, "Too many login attempts: wait a minute and try again.")
-		return
-	}
-	token := strings.TrimSpace(r.PostFormValue("token"))
-	ok := false
-	for _, t := range s.o.Backend.Tokens() {
-		if equal(token, t) {
-			ok = true
+	from := limitKey(r)
+	if !s.adminToken(strings.TrimSpace(r.PostFormValue("token"))) {
+		if !s.auth.wrongToken(from) {
+			w.Header().Set("Retry-After", "60")
+			s.renderLogin(w, r, http.StatusTooManyRequests, next, "Too many wrong tokens from this address: wait a minute and try again.")
+			return
 		}
-	}
-	if !ok {
-		s.audit(r.Context(), "ui.login", "", "from "+clientIP(r), "wrong token")
+		s.audit(r.Context(), "ui.login", "", "from "+from, "wrong token")
 		s.renderLogin(w, r, http.StatusUnauthorized, next, "That is not the admin token.")
 		return
 	}
-	s.startSession(w, r, "from "+clientIP(r), next)
+	s.startSession(w, r, "from "+from, next)
 }
 
 // startSession logs the browser in (a new session cookie), audits detail

@@ -26,8 +26,10 @@
 //     Success gives a random session id in an HttpOnly, SameSite=Strict
 //     cookie (Secure when the request came over TLS; proxy headers are not
 //     trusted), kept in a bounded server-side table with a sliding expiry
-//     (Options.SessionTTL). Logout deletes the entry. Login attempts are rate
-//     limited per client IP and globally (golang.org/x/time/rate).
+//     (Options.SessionTTL). Logout deletes the entry. Wrong tokens are rate
+//     limited per client IP (proxied requests in a bucket of their own) and
+//     globally (golang.org/x/time/rate); the token is checked first, so the
+//     right one is never refused by a limit (auth.go).
 //   - Every POST needs the session's CSRF token (hidden field "csrf", or the
 //     X-CSRF-Token header app.js sends); the login form uses a double-submit
 //     pre-session cookie. A POST whose Origin names another host is refused.

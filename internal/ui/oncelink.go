@@ -10,7 +10,9 @@ package ui
 // console keeps only its SHA-256 in memory, at most maxLinks at a time (a
 // new one drops the oldest), so links die with the daemon. Taking a link
 // out of the table is the check: of browsers opening it at once, one gets
-// in. Neither the link nor the admin token is logged or audited.
+// in; only a GET uses it (HEAD does not). The bearer scheme is matched in
+// any case (RFC 7235). Neither the link nor the admin token is logged or
+// audited.
 
 import (
 	"crypto/sha256"
@@ -86,58 +88,45 @@ func (l *onceLinks) redeem(now time.Time, tok string) bool {
 	return ok && now.Before(x.expires)
 }
 
-// guessLimited reports whether ip may not try an admin token now (its
-// login rate, or the global one, is spent); wrongGuess spends one of each.
-func (a *auth) guessLimited(ip string) bool {
-	now := a.o.Now()
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.limiterLocked(ip).TokensAt(now) < 1 || a.global.TokensAt(now) < 1
-}
-
-func (a *auth) wrongGuess(ip string) {
-	now := a.o.Now()
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.limiterLocked(ip).AllowN(now, 1)
-	a.global.AllowN(now, 1)
-}
-
 // adminToken reports whether tok is one of the admin tokens login accepts.
 func (s *Server) adminToken(tok string) bool {
-	ok := false
-	for _, t := range s.o.Backend.Tokens() {
-		if equal(tok, t) {
-			ok = true
-		}
+	return tokenOK(tok, s.o.Backend.Tokens())
+}
+
+// bearer is the token of an Authorization header "Bearer TOKEN" (the
+// scheme in any case, RFC 7235), or "".
+func bearer(h string) string {
+	scheme, tok, ok := strings.Cut(strings.TrimSpace(h), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ""
 	}
-	return ok
+	return strings.TrimSpace(tok)
 }
 
 // mintLink answers POST /ui/login/link: with the admin token (Authorization:
 // Bearer …), a new login link (form value ttl: a Go duration, default
-// DefaultLinkTTL). Wrong tokens count against the login rate of the address.
+// DefaultLinkTTL). The token is checked first: a right one always gets a
+// link; wrong ones count against the login limits (auth.go), then 429.
 func (s *Server) mintLink(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
 	if crossOrigin(r) {
 		http.Error(w, "refused: the request came from another site", http.StatusForbidden)
 		return
 	}
-	ip := clientIP(r)
-	got, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	from := limitKey(r)
+	got := bearer(r.Header.Get("Authorization"))
 	if got == "" {
 		http.Error(w, "a login link needs the admin token (Authorization: Bearer …): run `switchboard console` as the daemon's user, "+
 			"who can read admin.token in bot.data_dir, or set server.admin_token", http.StatusUnauthorized)
 		return
 	}
-	if s.auth.guessLimited(ip) {
-		w.Header().Set("Retry-After", "60")
-		http.Error(w, "too many wrong admin tokens from this address: wait a minute and try again", http.StatusTooManyRequests)
-		return
-	}
 	if !s.adminToken(got) {
-		s.auth.wrongGuess(ip)
-		s.audit(r.Context(), "ui.login-link", "", "from "+ip, "wrong token")
+		if !s.auth.wrongToken(from) {
+			w.Header().Set("Retry-After", "60")
+			http.Error(w, "too many wrong admin tokens from this address: wait a minute and try again", http.StatusTooManyRequests)
+			return
+		}
+		s.audit(r.Context(), "ui.login-link", "", "from "+from, "wrong token")
 		http.Error(w, "that is not the admin token: a login link needs server.admin_token or the token in admin.token in bot.data_dir", http.StatusUnauthorized)
 		return
 	}
@@ -152,18 +141,19 @@ func (s *Server) mintLink(w http.ResponseWriter, r *http.Request) {
 	}
 	now := s.o.Now()
 	tok := s.auth.links.mint(now, ttl)
-	s.audit(r.Context(), "ui.login-link", "", "from "+ip+", valid once for "+ttl.String(), "")
+	s.audit(r.Context(), "ui.login-link", "", "from "+from+", valid once for "+ttl.String(), "")
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(LoginLink{Path: LinkPath + tok, Expires: now.Add(ttl).UTC()})
 }
 
 // onceLogin answers GET /ui/login?once=TOKEN: a live link logs the browser
-// in and is used up; any other gets the login page saying so.
+// in and is used up; any other gets the login page saying so. HEAD (a link
+// checker, a preview) gets the plain login page and leaves the link be.
 func (s *Server) onceLogin(w http.ResponseWriter, r *http.Request, tok string) {
 	if !s.auth.links.redeem(s.o.Now(), tok) {
 		s.renderLogin(w, r, http.StatusUnauthorized, "/ui/",
 			"This login link was used already or has expired: run `switchboard console` for a new one, or log in with the admin token.")
 		return
 	}
-	s.startSession(w, r, "from "+clientIP(r)+" with a one-time login link", "/ui/")
+	s.startSession(w, r, "from "+limitKey(r)+" with a one-time login link", "/ui/")
 }

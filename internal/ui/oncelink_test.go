@@ -98,7 +98,8 @@ func TestLoginLinkNeedsTheAdminToken(t *testing.T) {
 }
 
 // Wrong tokens are limited per address like the login form's: 5, then 429
-// even for the right one.
+// for the next wrong one; the right one still gets a link (B1: a stranger's
+// guesses must not lock the operator out).
 func TestLoginLinkGuessesAreLimited(t *testing.T) {
 	r := startConsole(t, cOptions{})
 	c := newClient(t, r.base)
@@ -107,7 +108,10 @@ func TestLoginLinkGuessesAreLimited(t *testing.T) {
 			t.Fatalf("wrong token %d: %d, want 401", i+1, got.Code)
 		}
 	}
-	if got := c.mint(cAdminToken, nil); got.Code != http.StatusTooManyRequests {
-		t.Errorf("the right token after 5 wrong ones: %d, want 429", got.Code)
+	if got := c.mint("wrong-token", nil); got.Code != http.StatusTooManyRequests || got.Header.Get("Retry-After") == "" {
+		t.Errorf("a 6th wrong token: %d (Retry-After %q), want 429 with Retry-After", got.Code, got.Header.Get("Retry-After"))
+	}
+	if got := c.mint(cAdminToken, nil); got.Code != http.StatusOK {
+		t.Errorf("the right token after 6 wrong ones: %d, want 200", got.Code)
 	}
 }

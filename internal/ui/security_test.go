@@ -174,8 +174,12 @@ func TestLoginAttemptsAreRateLimited(t *testing.T) {
 	if codes[5] != http.StatusTooManyRequests {
 		t.Errorf("attempt 6 = %d, want 429", codes[5])
 	}
-	if got := c.loginAttempt(cAdminToken); got.Code != http.StatusTooManyRequests || !strings.Contains(got.Body, "Too many login attempts") {
-		t.Errorf("the right token while limited = %d, want 429 with an explanation", got.Code)
+	if got := c.loginAttempt("wrong-token"); got.Code != http.StatusTooManyRequests || !strings.Contains(got.Body, "Too many wrong tokens") {
+		t.Errorf("a wrong token while limited = %d, want 429 with an explanation", got.Code)
+	}
+	// Only wrong tokens are limited: the right one still logs in (B1).
+	if got := c.loginAttempt(cAdminToken); got.Code != http.StatusSeeOther {
+		t.Errorf("the right token while limited = %d, want 303", got.Code)
 	}
 }
 
