@@ -29,6 +29,10 @@ import (
 // next start, replacing AdminTokenFile. The token is never logged.
 const AdminTokenFile = "admin.token"
 
+// MinAdminTokenLen is the length below which a configured
+// server.admin_token is warned about at start.
+const MinAdminTokenLen = 24
+
 // AdminTokenNextFile holds a token `switchboard token rotate` wrote while
 // the daemon ran, for the daemon's next start.
 const AdminTokenNextFile = "admin.token.next"
@@ -38,6 +42,13 @@ const AdminTokenNextFile = "admin.token.next"
 // new one written there. It returns "" (and logs) when that fails; the
 // admin endpoints then need server.admin_token as before.
 func (d *Daemon) writeLocalToken() string {
+	if t := d.config().Server.AdminToken; t.IsSet() && len(t.Value()) < MinAdminTokenLen {
+		// Wrong tokens are rate-limited, but a right one is never refused
+		// (so guesses cannot lock the operator out): a short token's
+		// strength is all that stands against guessing.
+		d.log.Warn("server.admin_token is short and could be guessed; use a long random one, e.g. `openssl rand -hex 32`",
+			"length", len(t.Value()), "recommended_min", MinAdminTokenLen)
+	}
 	dir := d.config().ResolvePath(d.config().Bot.DataDir)
 	// With storage.backend postgres nothing else creates the data dir.
 	if err := os.MkdirAll(dir, 0o700); err != nil {

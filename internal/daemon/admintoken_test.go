@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-bot/switchboard/internal/config"
 	"github.com/switchboard-bot/switchboard/internal/daemon"
+	"github.com/switchboard-bot/switchboard/internal/testkit/fakellm"
 )
 
 // Issue 28: the local admin token is kept across starts, a rotation staged
@@ -169,5 +171,33 @@ func TestLocalTokenNotARegularFile(t *testing.T) {
 				t.Errorf("the refused %s was replaced or removed (%v)", c.file, err)
 			}
 		})
+	}
+}
+
+// A configured server.admin_token shorter than MinAdminTokenLen is warned
+// about at start (wrong tokens are limited, but the right one is never
+// refused, so a short token's strength is all that stops guessing); a long
+// one is not. The token itself never reaches the log.
+func TestShortAdminTokenIsWarnedAbout(t *testing.T) {
+	for _, c := range []struct {
+		token string
+		warn  bool
+	}{
+		{"short-tok-1", true},
+		{strings.Repeat("k", daemon.MinAdminTokenLen), false},
+	} {
+		llm := fakellm.Start(t, fakellm.Echo())
+		cfg := baseConfig(t, llm)
+		cfg.Server.AdminToken = config.NewSecret(c.token)
+		lb := &logBuf{}
+		d := startDaemonWithLog(t, cfg, lb, time.Second, c.token)
+		d.stop()
+		out := lb.String()
+		if got := strings.Contains(out, "server.admin_token is short"); got != c.warn {
+			t.Errorf("token of %d characters: warned %v, want %v:\n%s", len(c.token), got, c.warn, out)
+		}
+		if strings.Contains(out, c.token) {
+			t.Errorf("the admin token reached the log:\n%s", out)
+		}
 	}
 }
