@@ -128,9 +128,9 @@ func adminFrom(t *testing.T, r *rig, src, path, token string) (int, http.Header)
 // TestAdminTokenGuessesAreLimited: the admin endpoints take the same token
 // as the console's login, whose attempts are limited; wrong bearer tokens
 // are limited per client address the same way (5 a minute), so the token
-// cannot be guessed at network speed through /admin/*. While an address is
-// limited even the right token is refused from it; other addresses (the
-// local CLI) are not affected.
+// cannot be guessed at network speed through /admin/*. The right token is
+// never refused (issue 28's attack: guesses from elsewhere locked the
+// operator out), and the scheme is matched in any case.
 func TestAdminTokenGuessesAreLimited(t *testing.T) {
 	llm := fakellm.Start(t, fakellm.Echo())
 	cfg := baseConfig(t, llm)
@@ -150,8 +150,14 @@ func TestAdminTokenGuessesAreLimited(t *testing.T) {
 	if codes[5] != http.StatusTooManyRequests {
 		t.Errorf("wrong token 6 = %d, want 429", codes[5])
 	}
-	if code, hdr := adminFrom(t, r, "127.0.0.1", "/admin/status", token); code != http.StatusTooManyRequests || hdr.Get("Retry-After") == "" {
-		t.Errorf("the right token from the guessing address = %d (Retry-After %q), want 429 with Retry-After", code, hdr.Get("Retry-After"))
+	if code, hdr := adminFrom(t, r, "127.0.0.1", "/admin/status", "guess-7"); code != http.StatusTooManyRequests || hdr.Get("Retry-After") == "" {
+		t.Errorf("another wrong token from the guessing address = %d (Retry-After %q), want 429 with Retry-After", code, hdr.Get("Retry-After"))
+	}
+	if code, _ := adminFrom(t, r, "127.0.0.1", "/admin/status", token); code != http.StatusOK {
+		t.Errorf("the right token from the guessing address = %d, want 200: guesses must not lock the operator out", code)
+	}
+	if code, _ := adminCallFrom(t, r, "127.0.0.1", "/admin/status", map[string]string{"Authorization": "bearer " + token}); code != http.StatusOK {
+		t.Errorf("the right token with a lower-case scheme = %d, want 200", code)
 	}
 	if code, _ := adminFrom(t, r, "127.0.0.2", "/admin/status", token); code != http.StatusOK {
 		t.Errorf("the right token from another address = %d, want 200", code)

@@ -127,21 +127,23 @@ func (d *Daemon) admin(next http.Handler) http.Handler {
 	guesses := d.adminGuesses
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !tokenless || !fromLoopbackPeer(r) || viaProxy(r) || crossSite(r) {
-			got := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+			got := bearer(r.Header.Get("Authorization"))
 			ip, now := peerIP(r), time.Now()
 			if viaProxy(r) {
 				// A proxy on this host sends every client's guesses from the
 				// address the local CLI uses: limit them apart.
 				ip += " via a proxy"
 			}
-			if got != "" && guesses.limited(ip, now) {
-				w.Header().Set("Retry-After", "60")
-				http.Error(w, "too many wrong admin tokens from this address: wait a minute and try again", http.StatusTooManyRequests)
-				return
-			}
+			// The token is checked first: only wrong ones are limited, so
+			// guesses from elsewhere never lock the right token out.
 			okToken := token != "" && subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1
 			okLocal := local != "" && subtle.ConstantTimeCompare([]byte(got), []byte(local)) == 1
 			if !okToken && !okLocal {
+				if got != "" && guesses.limited(ip, now) {
+					w.Header().Set("Retry-After", "60")
+					http.Error(w, "too many wrong admin tokens from this address: wait a minute and try again", http.StatusTooManyRequests)
+					return
+				}
 				if got != "" {
 					guesses.wrong(ip, now)
 				}
@@ -159,6 +161,15 @@ func (d *Daemon) admin(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// bearer is the token of an "Authorization: Bearer <token>" header (the
+// scheme in any case, RFC 7235), "" without one.
+func bearer(h string) string {
+	if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
+		return strings.TrimSpace(h[7:])
+	}
+	return ""
 }
 
 func (d *Daemon) serveStatus(w http.ResponseWriter, r *http.Request) {
