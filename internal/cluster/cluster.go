@@ -41,11 +41,11 @@ type Options struct {
 // Cluster is one replica's handle on the shared coordination tables. It is
 // safe for concurrent use. Close it after every Hold and Listen returned.
 type Cluster struct {
-	pool   *pgxpool.Pool
-	id     string
-	ttl    time.Duration
-	log    *slog.Logger
-	path   string // the URL without secrets
+	pool    *pgxpool.Pool
+	id      string
+	ttl     time.Duration
+	log     *slog.Logger
+	path    string   // the URL without secrets
 	secrets []string // the password and its pieces (redact.Passwords), scrubbed from every error
 
 	stop    chan struct{}  // closed by Close: background goroutines end
