@@ -124,23 +124,13 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
 			if path == "" {
 				where = " at the top level"
 			}
-			msg := fmt.Sprintf("unknown key %q%s", truncate(k.Value, 60), where)
-			if s := suggest(k.Value, names); s != "" {
-				msg += fmt.Sprintf(" (did you mean %q?)", s)
-			} else {
-				msg += " (known keys: " + strings.Join(names, ", ") + ")"
-			}
-			d.fail(k.Line, joinKey(path, k.Value), "%s", msg)
+			d.unknownKey(k, path, where, names)
 			continue
 		}
-		key := joinKey(path, k.Value)
-		if first, dup := seen[k.Value]; dup {
-			d.fail(k.Line, key, "%s is set twice (first on line %d)", key, first)
+		key, ok := d.claimKey(k, path, seen)
+		if !ok {
 			continue
 		}
-		seen[k.Value] = k.Line
-		d.src.lines[key] = k.Line
-		d.src.present[key] = true
 		d.decodeValue(val, v.Field(fi), key)
 	}
 }
@@ -368,25 +358,41 @@ func (d *decoder) decodeChannels(n *yaml.Node, v reflect.Value, path string) {
 		}
 		sec, ok := v.Interface().(Channels)[k.Value]
 		if !ok {
-			msg := fmt.Sprintf("unknown key %q in %s", truncate(k.Value, 60), path)
-			if s := suggest(k.Value, names); s != "" {
-				msg += fmt.Sprintf(" (did you mean %q?)", s)
-			} else {
-				msg += " (known keys: " + strings.Join(names, ", ") + ")"
-			}
-			d.fail(k.Line, joinKey(path, k.Value), "%s", msg)
+			d.unknownKey(k, path, " in "+path, names)
 			continue
 		}
-		key := joinKey(path, k.Value)
-		if first, dup := seen[k.Value]; dup {
-			d.fail(k.Line, key, "%s is set twice (first on line %d)", key, first)
+		key, ok := d.claimKey(k, path, seen)
+		if !ok {
 			continue
 		}
-		seen[k.Value] = k.Line
-		d.src.lines[key] = k.Line
-		d.src.present[key] = true
 		d.decodeValue(val, reflect.ValueOf(sec).Elem(), key)
 	}
+}
+
+// unknownKey reports key k, unknown where (" in bot", " at the top
+// level"), with the closest of names or the list of them.
+func (d *decoder) unknownKey(k *yaml.Node, path, where string, names []string) {
+	msg := fmt.Sprintf("unknown key %q%s", truncate(k.Value, 60), where)
+	if s := suggest(k.Value, names); s != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", s)
+	} else {
+		msg += " (known keys: " + strings.Join(names, ", ") + ")"
+	}
+	d.fail(k.Line, joinKey(path, k.Value), "%s", msg)
+}
+
+// claimKey records key k of the mapping at path as set on its line; a key
+// set twice in one mapping is reported and not decoded again (ok false).
+func (d *decoder) claimKey(k *yaml.Node, path string, seen map[string]int) (key string, ok bool) {
+	key = joinKey(path, k.Value)
+	if first, dup := seen[k.Value]; dup {
+		d.fail(k.Line, key, "%s is set twice (first on line %d)", key, first)
+		return key, false
+	}
+	seen[k.Value] = k.Line
+	d.src.lines[key] = k.Line
+	d.src.present[key] = true
+	return key, true
 }
 
 // mergeChannels handles a merge key ("<<: *anchor") in channels.
