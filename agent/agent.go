@@ -16,10 +16,13 @@ import (
 
 // Result is the outcome of one turn.
 type Result struct {
-	TurnID       string
-	Text         string           // the final answer
-	Messages     []memory.Message // what the turn added to the session
-	Usage        memory.Usage
+	TurnID   string
+	Text     string           // the final answer
+	Messages []memory.Message // what the turn added to the session
+	Usage    memory.Usage
+	// Models is Usage split by the model (and endpoint) that answered, in
+	// order of first use; more than one entry only after a failover.
+	Models       []memory.ModelUsage
 	Iterations   int // model steps (the closing no-tools call included)
 	ToolCalls    int
 	Duration     time.Duration

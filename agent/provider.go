@@ -37,6 +37,11 @@ type ChatResponse struct {
 	FinishReason string
 	Usage        memory.Usage
 	Attempts     int
+	// Model is the model that answered (the request's, or a fallback's
+	// after a failover); Endpoint names the configured endpoint that
+	// answered ("primary", "fallback 1", …).
+	Model    string
+	Endpoint string
 	// Cut says the answer passed Options.MaxResponseChars: the rest was not
 	// read, Content ends with a marker saying so, FinishReason is "length"
 	// and tool calls (possibly cut mid-arguments) are dropped.

@@ -53,6 +53,16 @@ func (u Usage) Add(o Usage) Usage {
 	}
 }
 
+// ModelUsage is the tokens one model used in a turn. Model is the name
+// the endpoint was asked for ("gpt-4o-mini"); Endpoint names which
+// configured endpoint answered ("primary", "fallback 1", …, redacted of
+// credentials) so two endpoints serving the same model name stay apart.
+type ModelUsage struct {
+	Model    string `json:"model"`
+	Endpoint string `json:"endpoint,omitempty"`
+	Usage    Usage  `json:"usage"`
+}
+
 // Turn is everything one agent turn added to a session: the user message(s),
 // assistant tool calls, every tool result and the final answer. It is committed
 // in one transaction.
@@ -69,4 +79,8 @@ type Turn struct {
 	Sources []uint64 `json:"sources,omitempty"`
 	// Answer is the final text delivered to the user.
 	Answer string `json:"answer,omitempty"`
+	// Models is the usage per model that answered a call of this turn, in
+	// order of first use (more than one only after a failover). Usage is
+	// their sum.
+	Models []ModelUsage `json:"models,omitempty"`
 }
