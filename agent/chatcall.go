@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"strings"
 
 	openai "github.com/sashabaranov/go-openai"
 )
@@ -54,7 +56,7 @@ func (p *Provider) openStream(ctx context.Context, req ChatRequest) (*chatStream
 	if err := openai.NewReasoningValidator().Validate(creq); err != nil {
 		return nil, err
 	}
-	raw, err := p.enc.appendRequest(make([]byte, 0, p.bodySize.Load()+bodySlack), &creq)
+	raw, err := p.enc.appendRequest(make([]byte, 0, p.bodySize.Load()+bodySlack), &creq, requestTemperature(req))
 	if err != nil {
 		return nil, err
 	}
@@ -88,17 +90,33 @@ const (
 	maxBodyHint = 256 << 10
 )
 
-// requestHeader is what go-openai sends with a streamed call.
-func requestHeader(apiKey string) http.Header {
+// requestHeader is what go-openai sends with a streamed call: the key as
+// Authorization: Bearer, or — for an Azure OpenAI deployment URL
+// (isAzureBase) — in the api-key header Azure reads.
+func requestHeader(apiKey string, azure bool) http.Header {
 	h := http.Header{}
 	h.Set("Content-Type", "application/json")
 	h.Set("Accept", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("Connection", "keep-alive")
-	if apiKey != "" {
+	switch {
+	case apiKey == "":
+	case azure:
+		h.Set("Api-Key", apiKey)
+	default:
 		h.Set("Authorization", "Bearer "+apiKey)
 	}
 	return h
+}
+
+// isAzureBase reports whether base (llm.base_url without its query) is an
+// Azure OpenAI deployment, https://NAME.openai.azure.com/openai/deployments/DEP:
+// its path holds /openai/deployments/.
+func isAzureBase(base string) bool {
+	if u, err := url.Parse(base); err == nil {
+		return strings.Contains(u.Path+"/", "/openai/deployments/")
+	}
+	return false
 }
 
 // errorResponse reads a failed response as go-openai does: an *APIError
@@ -111,6 +129,10 @@ func errorResponse(resp *http.Response) error {
 	var errRes openai.ErrorResponse
 	err = json.Unmarshal(body, &errRes)
 	if err != nil || errRes.Error == nil {
+		if apiErr := otherAPIError(body); apiErr != nil {
+			apiErr.HTTPStatus, apiErr.HTTPStatusCode = resp.Status, resp.StatusCode
+			return apiErr
+		}
 		reqErr := &openai.RequestError{HTTPStatus: resp.Status, HTTPStatusCode: resp.StatusCode, Err: err, Body: body}
 		if errRes.Error != nil {
 			reqErr.Err = errRes.Error
@@ -120,4 +142,26 @@ func errorResponse(resp *http.Response) error {
 	errRes.Error.HTTPStatus = resp.Status
 	errRes.Error.HTTPStatusCode = resp.StatusCode
 	return errRes.Error
+}
+
+// otherAPIError reads the error bodies of servers that do not wrap theirs
+// as OpenAI does: vLLM's {"object":"error","message",…,"code"} and
+// {"error":"<message>"} (Ollama's native shape, some gateways); nil for
+// anything else.
+func otherAPIError(body []byte) *openai.APIError {
+	body = bytes.TrimSpace(body)
+	if isObjectError(body) {
+		var a openai.APIError
+		if json.Unmarshal(body, &a) == nil && a.Message != "" {
+			return &a
+		}
+		return nil
+	}
+	var plain struct {
+		Error string `json:"error"`
+	}
+	if json.Unmarshal(body, &plain) == nil && plain.Error != "" {
+		return &openai.APIError{Message: plain.Error}
+	}
+	return nil
 }

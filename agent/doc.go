@@ -54,6 +54,23 @@
 //     does not consider the message answered. A canceled turn is committed
 //     without Sources as well: its partial text is no answer, and a message
 //     interrupted by shutdown must be replayed at the next start.
+//   - Failover (failover.go): the primary endpoint (Options.BaseURL/APIKey,
+//     the persona's or Options.Model) is followed by Options.Fallbacks, or a
+//     persona's own Fallbacks. A call that fails transiently after the
+//     provider's retries (ModelError.Transient: refused connection, timeout,
+//     cut stream, 5xx, 429) moves to the next endpoint; a permanent error is
+//     returned as is, so the chat is told (a bad key is never hidden behind
+//     another model). Once a fallback answered, the rest of the turn stays
+//     on it; the next turn starts from the primary, but an endpoint that
+//     failed is skipped for Options.FailoverCooldown (30 s) while another is
+//     left. One WARN when failing over, one INFO when the primary answers
+//     again; text streamed by the failed attempt is withdrawn
+//     (StreamObserver.Discard). ChatResponse.Model/Endpoint, Result.Models
+//     and memory.Turn.Models say which model answered; Agent.Endpoints is
+//     each endpoint's state for /status; Options.OnModelCall feeds metrics.
+//     Endpoint names are "primary", "fallback N", "<persona> fallback N" —
+//     never URLs. A persona fallback without a key gets the key of the
+//     configured endpoint with the same base URL (persona files hold none).
 //   - Reads: a turn reads its history, the session's counters and its notes
 //     once, in one transaction when the store is a memory.TurnReader holding
 //     the notes too (turnview.go); the compactor and the notes message work
@@ -66,4 +83,22 @@
 //     user message, which is not stored in history (the stored user message is
 //     the user's text).
 //   - Secrets: the API key is redacted from every error the provider returns.
+//   - Model servers (README "Model servers"; compat_test.go runs the loop
+//     against fakes of each): an error sent inside a 200 stream (a
+//     `data: {"error":…}` event, an ordinary chunk with "error", vLLM's
+//     {"object":"error"}, Ollama's bare error JSON) is a *StreamError,
+//     classified by the status its code names or by its code and type;
+//     (*ModelError).Transient tells retry-or-fail-over failures (network,
+//     timeout, cut stream, 5xx, 429, server errors in the stream) from
+//     permanent ones (400/401/403/404, model_not_found, a bad key, context
+//     length), which reach the chat with the server's message (FriendlyError;
+//     never for a key error). SSE comment lines are keep-alives: skipped.
+//     A temperature that is set is sent, 0 included. In the JSON protocol a
+//     model still answering in plain text after the repair round has
+//     answered with that text.
+//   - Azure OpenAI: llm.base_url is the deployment URL with its query,
+//     https://NAME.openai.azure.com/openai/deployments/DEP?api-version=2024-10-21;
+//     when the base URL's path holds /openai/deployments/ the key is sent in
+//     the api-key header instead of Authorization: Bearer, and the query
+//     (kept apart from the path) goes with every call.
 package agent

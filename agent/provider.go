@@ -101,7 +101,7 @@ func NewProvider(o Options) *Provider {
 		hc = &http.Client{Transport: tr}
 	}
 	return &Provider{doer: headerCapturingDoer{c: hc, query: query}, url: strings.TrimRight(base, "/") + "/chat/completions",
-		header: requestHeader(o.APIKey), opts: o, log: o.Logger}
+		header: requestHeader(o.APIKey, isAzureBase(base)), opts: o, log: o.Logger}
 }
 
 // String names the endpoint without the API key.
@@ -167,7 +167,9 @@ func (p *Provider) Chat(ctx context.Context, req ChatRequest, obs StreamObserver
 		err = redact(redacturl.Error(err), p.opts.APIKey)
 		kind, status, retryable := classify(err)
 		retryAfter := hdr.retryAfter(p.opts.Now())
-		merr := &ModelError{Kind: kind, Status: status, Attempts: attempt, RetryAfter: retryAfter, Err: err}
+		msg, inStream := serverMessage(err, status, p.opts.APIKey)
+		merr := &ModelError{Kind: kind, Status: status, Attempts: attempt, RetryAfter: retryAfter,
+			Message: msg, InStream: inStream, Err: err}
 		if !retryable || retryAfter > p.opts.MaxRetryAfter {
 			return retry.Permanent(merr)
 		}
@@ -231,6 +233,9 @@ func (p *Provider) once(ctx context.Context, req ChatRequest, obs StreamObserver
 			slog.String("model", req.Model), slog.Int("max_response_chars", acc.limit))
 	} else if acc.finish == "" {
 		return ChatResponse{}, errStreamTruncated
+	} else if acc.finish == finishError {
+		// OpenRouter ends a failed generation so when no error object came.
+		return ChatResponse{}, &StreamError{APIError: &openai.APIError{Message: `the model stream ended with finish_reason "error"`}}
 	}
 	out := acc.response()
 	if acc.usage != nil {
@@ -244,6 +249,19 @@ func (p *Provider) once(ctx context.Context, req ChatRequest, obs StreamObserver
 	}
 	return out, nil
 }
+
+// requestTemperature is the temperature a call sends: req's, even 0; none
+// for a reasoning model (they refuse any but their default) or when unset.
+func requestTemperature(req ChatRequest) *float32 {
+	if req.Temperature == nil || isReasoningModel(req.Model) {
+		return nil
+	}
+	return req.Temperature
+}
+
+// finishError is the finish reason OpenRouter gives a generation that failed
+// mid-stream.
+const finishError = "error"
 
 // completionRequest is the streamed go-openai request for req.
 func completionRequest(req ChatRequest) openai.ChatCompletionRequest {

@@ -37,6 +37,16 @@ const maxErrorBody = 64 << 10
 type streamChunk struct {
 	Choices []streamChoice `json:"choices"`
 	Usage   *openai.Usage  `json:"usage"`
+	// Error is an error the server reported in an ordinary chunk
+	// (OpenRouter: "error" next to choices whose finish_reason is "error").
+	Error *openai.APIError `json:"error"`
+	// XGroq carries Groq's usage (x_groq.usage) in its last chunk.
+	XGroq *xGroq `json:"x_groq"`
+}
+
+// xGroq is the part of Groq's x_groq chunk field the agent reads.
+type xGroq struct {
+	Usage *openai.Usage `json:"usage"`
 }
 
 type streamChoice struct {
@@ -49,6 +59,7 @@ type streamDelta struct {
 	Content          string            `json:"content"`
 	ReasoningContent string            `json:"reasoning_content"`
 	ToolCalls        []openai.ToolCall `json:"tool_calls"`
+	Reasoning        string            `json:"reasoning"` // Ollama's and newer vLLM's name for reasoning_content
 }
 
 // readerPool recycles the 4 KiB line readers of finished streams.
@@ -129,6 +140,9 @@ func (s *sseStream) Recv(c *streamChunk) error {
 		}
 		return fmt.Errorf("decode stream chunk: %w", err)
 	}
+	if c.Error != nil { // the fast path leaves such chunks to the decoder
+		return &StreamError{APIError: c.Error}
+	}
 	return nil
 }
 
@@ -194,7 +208,23 @@ var (
 	dataPrefix = []byte("data:")
 	doneData   = []byte("[DONE]")
 	errorData  = []byte(`{"error":`)
+	objectKey  = []byte(`{"object"`)
+	errorValue = []byte(`"error"`)
 )
+
+// isObjectError reports whether payload is vLLM's error object as its
+// older releases stream it: {"object": "error", "message": …, "code": 400}
+// (not wrapped in "error"). Ordinary chunks start with another key, or
+// with "object" of another value.
+func isObjectError(payload []byte) bool {
+	rest, ok := bytes.CutPrefix(payload, objectKey)
+	if !ok {
+		return false
+	}
+	rest = bytes.TrimLeft(rest, " \t")
+	rest, ok = bytes.CutPrefix(rest, []byte(":"))
+	return ok && bytes.HasPrefix(bytes.TrimLeft(rest, " \t"), errorValue)
+}
 
 // next reads lines up to the next data payload and sets d.cur to it; it
 // returns what ends the stream instead.
@@ -210,7 +240,11 @@ func (d *sseData) next() error {
 		if isData {
 			payload = bytes.TrimLeft(payload, " \t\r\n\f")
 			if bytes.HasPrefix(payload, errorData) {
-				d.keep(payload)
+				d.errs = append(d.errs[:0], payload...) // the error alone, not lines before it
+				return d.streamError(nil)
+			}
+			if isObjectError(payload) { // read as {"error": payload}
+				d.errs = append(append(append(d.errs[:0], errorData...), payload...), '}')
 				return d.streamError(nil)
 			}
 			if bytes.Equal(payload, doneData) {
@@ -222,6 +256,14 @@ func (d *sseData) next() error {
 			}
 			// An empty data line carries no chunk: counted like the
 			// other lines without one.
+		}
+		if len(line) > 0 && line[0] == ':' {
+			// An SSE comment: a keep-alive (": OPENROUTER PROCESSING",
+			// DeepSeek's ": keep-alive"), sent while a slow answer is
+			// prepared. Neither part of an error body nor a sign of a
+			// broken stream; the idle timeout still bounds a stream of
+			// nothing else.
+			continue
 		}
 		d.keep(line)
 		if empty++; empty > emptyMessagesLimit {
@@ -265,7 +307,7 @@ func (d *sseData) streamError(readErr error) error {
 	if len(d.errs) > 0 {
 		var resp openai.ErrorResponse
 		if json.Unmarshal(d.errs, &resp) == nil && resp.Error != nil {
-			return fmt.Errorf("error, %w", resp.Error)
+			return &StreamError{APIError: resp.Error}
 		}
 	}
 	if readErr == nil || errors.Is(readErr, io.EOF) {

@@ -26,9 +26,9 @@ import (
 
 // Keys, in the order of their bit in a reader's seen set.
 var (
-	chunkKeys  = []string{"choices", "usage"}
+	chunkKeys  = []string{"choices", "usage", "error", "x_groq"}
 	choiceKeys = []string{"index", "delta", "finish_reason"}
-	deltaKeys  = []string{"content", "reasoning_content", "tool_calls"}
+	deltaKeys  = []string{"content", "reasoning_content", "tool_calls", "reasoning"}
 	usageKeys  = []string{"prompt_tokens", "completion_tokens", "total_tokens",
 		"prompt_tokens_details", "completion_tokens_details"}
 	promptDetailKeys     = []string{"audio_tokens", "cached_tokens"}
@@ -41,10 +41,13 @@ var (
 func decodeChunkFast(payload []byte, c *streamChunk) bool {
 	r := chunkReader{b: payload}
 	ok := r.object(chunkKeys, func(key int) bool {
-		if key == 0 {
+		switch key {
+		case 0:
 			return r.choices(c)
+		case 1:
+			return r.usage(c)
 		}
-		return r.usage(c)
+		return r.null() // a server's error or Groq's usage: left to the decoder
 	})
 	return ok && r.pos == len(r.b)
 }
@@ -241,6 +244,8 @@ func (r *chunkReader) delta(d *streamDelta) bool {
 			return r.str(&d.Content)
 		case 1:
 			return r.str(&d.ReasoningContent)
+		case 3:
+			return r.str(&d.Reasoning)
 		}
 		return false // tool_calls: merged by the slow path
 	})

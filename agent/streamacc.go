@@ -66,14 +66,20 @@ func (a *streamAcc) take(s string) string {
 
 // add takes one chunk (choice 0 only), passing the kept text to obs.
 func (a *streamAcc) add(chunk *streamChunk, obs StreamObserver, emitted *bool) {
-	if chunk.Usage != nil {
+	switch {
+	case chunk.Usage != nil:
 		a.usage = chunk.Usage
+	case chunk.XGroq != nil && chunk.XGroq.Usage != nil: // Groq without stream_options
+		a.usage = chunk.XGroq.Usage
 	}
 	for _, ch := range chunk.Choices {
 		if ch.Index != 0 {
 			continue
 		}
 		d := ch.Delta
+		if d.ReasoningContent == "" {
+			d.ReasoningContent = d.Reasoning
+		}
 		if r := a.take(d.ReasoningContent); r != "" {
 			a.reason.WriteString(r)
 			if obs.Reasoning != nil {

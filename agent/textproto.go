@@ -160,6 +160,19 @@ func envelopeArgs(raw json.RawMessage) (json.RawMessage, error) {
 	return compact.Bytes(), nil
 }
 
+// plainTextAnswer is reply as an answer when it is prose rather than a
+// broken envelope: small local models often answer in plain text however
+// the protocol is explained. Prose is a non-empty reply (fence removed)
+// that does not start with '{' and does not mention a "type" key; anything
+// else is an envelope gone wrong, not something to show the user.
+func plainTextAnswer(reply string) (string, bool) {
+	text := stripFence(reply)
+	if text == "" || strings.HasPrefix(text, "{") || strings.Contains(text, `"type"`) {
+		return "", false
+	}
+	return text, true
+}
+
 // answerStreamer extracts the "answer" string of a {"type":"final",…} reply
 // while it is being streamed, so the user sees the answer grow without ever
 // seeing the envelope. It only streams when "type":"final" came before

@@ -51,8 +51,12 @@ const (
 	minCachedSystem  = 256 // shorter system texts are encoded each time
 )
 
-// appendRequest appends the JSON body of a streamed call for req.
-func (c *encodeCache) appendRequest(b []byte, creq *openai.ChatCompletionRequest) ([]byte, error) {
+// appendRequest appends the JSON body of a streamed call for req. temp is
+// the temperature to send (requestTemperature): sent whenever it is set,
+// 0 included — go-openai's omitempty dropped an explicit 0, so servers
+// applied their own default (1.0, 0.8) to an operator who asked for
+// deterministic answers; nil sends none (the server's default).
+func (c *encodeCache) appendRequest(b []byte, creq *openai.ChatCompletionRequest, temp *float32) ([]byte, error) {
 	b = append(b, `{"model":`...)
 	b = jsonlite.AppendString(b, creq.Model)
 	b = append(b, `,"messages":[`...)
@@ -75,10 +79,10 @@ func (c *encodeCache) appendRequest(b []byte, creq *openai.ChatCompletionRequest
 		b = append(b, `,"max_completion_tokens":`...)
 		b = strconv.AppendInt(b, int64(creq.MaxCompletionTokens), 10)
 	}
-	if creq.Temperature != 0 {
+	if temp != nil {
 		b = append(b, `,"temperature":`...)
 		var err error
-		if b, err = appendFloat32(b, creq.Temperature); err != nil {
+		if b, err = appendFloat32(b, *temp); err != nil {
 			return nil, err
 		}
 	}

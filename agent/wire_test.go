@@ -74,7 +74,7 @@ func TestRequestBodyMatchesGoOpenAI(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			creq := completionRequest(c.req)
 			for range 2 { // the second time from the caches
-				got, err := enc.appendRequest(nil, &creq)
+				got, err := enc.appendRequest(nil, &creq, requestTemperature(c.req))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -98,7 +98,7 @@ func TestRequestCacheSeesChanges(t *testing.T) {
 		tool("Search v2", `{"type":"object","properties":{"q":{"type":"string"}}}`),
 	} {
 		creq := completionRequest(req)
-		got, err := enc.appendRequest(nil, &creq)
+		got, err := enc.appendRequest(nil, &creq, requestTemperature(req))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -115,7 +115,7 @@ func TestRequestErrorsAsGoOpenAI(t *testing.T) {
 		"bad schema":        {Model: "m", Messages: []openai.ChatCompletionMessage{{Role: "user", Content: "x"}}, Tools: []openai.Tool{{Type: "function", Function: &openai.FunctionDefinition{Name: "t", Parameters: json.RawMessage(`{`)}}}},
 	} {
 		creq := completionRequest(req)
-		if _, err := enc.appendRequest(nil, &creq); err == nil {
+		if _, err := enc.appendRequest(nil, &creq, requestTemperature(req)); err == nil {
 			t.Errorf("%s: no error", name)
 		} else if name == "content and parts" && !errors.Is(err, openai.ErrContentFieldsMisused) {
 			t.Errorf("%s: %v", name, err)
@@ -166,7 +166,7 @@ func BenchmarkRequestBody(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			var err error
-			if buf, err = enc.appendRequest(buf[:0], &creq); err != nil {
+			if buf, err = enc.appendRequest(buf[:0], &creq, nil); err != nil {
 				b.Fatal(err)
 			}
 		}

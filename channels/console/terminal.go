@@ -54,7 +54,7 @@ type Terminal struct {
 	endErr   error         // nil: EOF
 
 	mu       sync.Mutex
-	streamed map[string]bool // target → deltas shown since the last Send
+	streamed map[string]string // target → the text streamed since the last Send
 	seq      int
 	epoch    int64
 	attached map[string]Listener // chat id → remote client (Attach)
@@ -109,7 +109,7 @@ func New(o Options) *Terminal {
 		o.Screen, o.Prompt = NewScreen(io.Discard, false), false
 	}
 	return &Terminal{in: o.In, out: o.Screen, user: o.User, prompt: o.Prompt, headless: o.Headless, onEOF: o.OnEOF,
-		streamed: map[string]bool{}, epoch: time.Now().UnixNano(), attached: map[string]Listener{}}
+		streamed: map[string]string{}, epoch: time.Now().UnixNano(), attached: map[string]Listener{}}
 }
 
 // Name implements channels.Channel.
@@ -222,10 +222,14 @@ func (t *Terminal) Send(_ context.Context, out channels.Outgoing) (string, error
 		t.seq++
 		return "out-" + strconv.Itoa(t.seq), nil
 	}
-	if t.streamed[key] {
-		delete(t.streamed, key)
-		fmt.Fprint(t.out, "\n")
-	} else {
+	streamed, ok := t.streamed[key]
+	delete(t.streamed, key)
+	if ok {
+		fmt.Fprint(t.out, "\n") // end the streamed line
+	}
+	// The streamed text was this message: it is shown already. Anything
+	// else (the error sentence of a turn whose stream broke off) is printed.
+	if !ok || strings.TrimSpace(streamed) != strings.TrimSpace(out.Text) {
 		fmt.Fprintf(t.out, "%s\n", out.Text)
 	}
 	t.seq++
@@ -250,7 +254,7 @@ func (t *Terminal) WriteDelta(target channels.Target, text string) {
 		l.Delta(text)
 		return
 	}
-	t.streamed[target.String()] = true
+	t.streamed[target.String()] += text
 	fmt.Fprint(t.out, text)
 }
 
@@ -262,7 +266,7 @@ func (t *Terminal) ResetDelta(target channels.Target) {
 		l.Reset()
 		return
 	}
-	if t.streamed[target.String()] {
+	if _, ok := t.streamed[target.String()]; ok {
 		delete(t.streamed, target.String())
 		fmt.Fprint(t.out, "\n")
 	}

@@ -71,3 +71,34 @@ func TestTerminalInputEnd(t *testing.T) {
 		})
 	}
 }
+
+// Issue 30: a message after a streamed line that broke off (the turn's
+// error sentence) is shown on a line of its own; a streamed answer is not
+// printed twice.
+func TestTerminalMessageAfterBrokenStream(t *testing.T) {
+	target := channels.Target{Channel: Name, ChatID: ChatID}
+	for _, tt := range []struct {
+		name   string
+		deltas []string
+		send   string
+		want   string
+	}{
+		{"error after a partial answer", []string{"partial an"}, "I could not reach the model right now.", "partial an\nI could not reach the model right now.\n"},
+		{"the streamed answer", []string{"the whole ", "answer"}, "the whole answer", "the whole answer\n"},
+		{"nothing streamed", nil, "an answer", "an answer\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var out strings.Builder
+			term := New(Options{In: strings.NewReader(""), Out: &out})
+			for _, d := range tt.deltas {
+				term.WriteDelta(target, d)
+			}
+			if _, err := term.Send(context.Background(), channels.Outgoing{Target: target, Text: tt.send}); err != nil {
+				t.Fatal(err)
+			}
+			if out.String() != tt.want {
+				t.Fatalf("the terminal shows %q, want %q", out.String(), tt.want)
+			}
+		})
+	}
+}

@@ -72,6 +72,10 @@ func (a *app) remoteChat(ctx context.Context, cfg *config.Config, remote *daemon
 }
 
 // remoteLine sends one line and prints the streamed events as the console would.
+// A streamed line is always ended before anything else is printed: a
+// message that is not the streamed text (the error sentence of a turn whose
+// stream broke off) and the CLI's own error when the daemon's answer stops
+// short, so neither is glued to the partial text.
 func (a *app) remoteLine(ctx context.Context, remote *daemonClient, line string) error {
 	resp, err := remote.do(ctx, http.MethodPost, "/admin/chat", url.Values{"text": {line}, "chat": {console.ChatID}})
 	if err != nil {
@@ -79,10 +83,17 @@ func (a *app) remoteLine(ctx context.Context, remote *daemonClient, line string)
 	}
 	defer resp.Body.Close()
 	dec := json.NewDecoder(io.LimitReader(resp.Body, maxAnswerBytes))
-	streamed := false
+	var streamed strings.Builder // the text of the streamed line so far
+	endLine := func() {
+		if streamed.Len() > 0 {
+			fmt.Fprintln(a.stdout)
+		}
+		streamed.Reset()
+	}
 	for {
 		var ev daemon.ChatEvent
 		if err := dec.Decode(&ev); err != nil {
+			endLine()
 			if errors.Is(err, io.EOF) {
 				return errors.New("the daemon ended the chat before the answer was complete (is it shutting down?)")
 			}
@@ -90,26 +101,21 @@ func (a *app) remoteLine(ctx context.Context, remote *daemonClient, line string)
 		}
 		switch {
 		case ev.Error != "":
+			endLine()
 			return errors.New(ev.Error)
 		case ev.Delta != "":
-			streamed = true
+			streamed.WriteString(ev.Delta)
 			fmt.Fprint(a.stdout, ev.Delta)
 		case ev.Reset:
-			if streamed {
-				fmt.Fprintln(a.stdout)
-			}
-			streamed = false
+			endLine()
 		case ev.Text != "":
-			if streamed {
-				fmt.Fprintln(a.stdout) // the answer was streamed already: end its line
-			} else {
+			shown := streamed.Len() > 0 && strings.TrimSpace(ev.Text) == strings.TrimSpace(streamed.String())
+			endLine()
+			if !shown { // the answer was not (all) streamed, or this is another message
 				fmt.Fprintln(a.stdout, ev.Text)
 			}
-			streamed = false
 		case ev.Done:
-			if streamed {
-				fmt.Fprintln(a.stdout)
-			}
+			endLine()
 			return nil
 		}
 	}

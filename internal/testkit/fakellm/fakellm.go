@@ -104,6 +104,20 @@ type Response struct {
 	StallAfter      int           // stop after this many chunks until the client leaves
 	NoDone          bool          // omit the final "data: [DONE]" line
 	NoFinish        bool          // omit the chunk carrying finish_reason
+
+	// StreamError, when set, is an error reported inside the 200 stream
+	// (in the server flavor's shape: see Flavor) after the role chunk and
+	// StreamErrorAfter more chunks; nothing of the answer follows it.
+	StreamError      *StreamErr
+	StreamErrorAfter int
+}
+
+// StreamErr is an error a server reports inside a stream that had begun.
+type StreamErr struct {
+	Status  int    // the HTTP status the error stands for (flavors that send it as the code)
+	Code    string // e.g. "model_not_found"; flavors with a numeric code send Status
+	Type    string // e.g. "invalid_request_error"
+	Message string
 }
 
 // Request is one decoded request the server received.
@@ -281,16 +295,27 @@ type Server struct {
 	mu        sync.Mutex
 	responder Responder
 	requests  []*Request
+
+	flavor Flavor
+	apiKey string // "" = any credentials accepted
 }
 
 // New starts a server answering with r (nil → Echo()).
-func New(r Responder) *Server {
+func New(r Responder) *Server { return NewFlavor(OpenAI, r) }
+
+// NewFlavor starts a server that speaks flavor f's dialect (flavor.go);
+// for Azure, URL is the deployment's base URL with its api-version query.
+func NewFlavor(f Flavor, r Responder) *Server {
 	if r == nil {
 		r = Echo()
 	}
-	s := &Server{responder: r, done: make(chan struct{})}
+	s := &Server{responder: r, done: make(chan struct{}), flavor: f}
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/chat/completions", s.handleChat)
+	if f == Azure {
+		mux.HandleFunc("POST "+azurePath, s.handleChat)
+	} else {
+		mux.HandleFunc("POST /v1/chat/completions", s.handleChat)
+	}
 	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"object":"list","data":[{"id":"fake-model","object":"model","created":0,"owned_by":"fakellm"}]}`)
@@ -303,6 +328,9 @@ func New(r Responder) *Server {
 	s.ts.Listener = ln
 	s.ts.Start()
 	s.URL = s.ts.URL + "/v1"
+	if f == Azure {
+		s.URL = s.ts.URL + "/openai/deployments/" + AzureDeployment + "?api-version=" + AzureAPIVersion
+	}
 	return s
 }
 
@@ -313,6 +341,26 @@ func Start(tb testing.TB, r Responder) *Server {
 	tb.Cleanup(s.Close)
 	return s
 }
+
+// StartFlavor is NewFlavor plus tb.Cleanup(Close).
+func StartFlavor(tb testing.TB, f Flavor, r Responder) *Server {
+	tb.Helper()
+	s := NewFlavor(f, r)
+	tb.Cleanup(s.Close)
+	return s
+}
+
+// RequireKey makes the server refuse (401, in its flavor's shape) requests
+// without key in the flavor's credential header: Authorization: Bearer,
+// or api-key for Azure.
+func (s *Server) RequireKey(key string) {
+	s.mu.Lock()
+	s.apiKey = key
+	s.mu.Unlock()
+}
+
+// Flavor is the dialect the server speaks.
+func (s *Server) Flavor() Flavor { return s.flavor }
 
 // SetResponder replaces the responder for later requests.
 func (s *Server) SetResponder(r Responder) {
@@ -360,12 +408,12 @@ func (s *Server) LastRequest() *Request {
 func (s *Server) handleChat(w http.ResponseWriter, hr *http.Request) {
 	raw, err := io.ReadAll(hr.Body)
 	if err != nil {
-		writeError(w, Response{Status: http.StatusBadRequest, ErrorMessage: "fakellm: reading body: " + err.Error()})
+		s.writeError(w, Response{Status: http.StatusBadRequest, ErrorMessage: "fakellm: reading body: " + err.Error()})
 		return
 	}
 	req := &Request{Raw: raw, Header: hr.Header.Clone(), Time: time.Now()}
 	if err := json.Unmarshal(raw, &req.Body); err != nil {
-		writeError(w, Response{Status: http.StatusBadRequest, ErrorMessage: "fakellm: invalid JSON body: " + err.Error()})
+		s.writeError(w, Response{Status: http.StatusBadRequest, ErrorMessage: "fakellm: invalid JSON body: " + err.Error()})
 		return
 	}
 	var withUsage bool
@@ -381,14 +429,19 @@ func (s *Server) handleChat(w http.ResponseWriter, hr *http.Request) {
 	s.requests = append(s.requests, req)
 	req.Seq = len(s.requests)
 	responder := s.responder
+	key := s.apiKey
 	s.mu.Unlock()
 
+	if refusal, ok := s.checkRequest(hr, key); !ok {
+		s.writeError(w, refusal)
+		return
+	}
 	resp := responder(req)
 	if !s.wait(hr, resp.Delay) {
 		return
 	}
 	if resp.Status >= 400 {
-		writeError(w, resp)
+		s.writeError(w, resp)
 		return
 	}
 	model := req.Body.Model

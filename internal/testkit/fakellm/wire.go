@@ -15,7 +15,16 @@ import (
 // The wire format of the answers: OpenAI error bodies, streamed chunks
 // (SSE, tool-call deltas, usage) and whole completions.
 
-func writeError(w http.ResponseWriter, r Response) {
+// writeError answers r's error in the server flavor's shape.
+func (s *Server) writeError(w http.ResponseWriter, r Response) {
+	if s.flavor != OpenAI && s.flavor != "" {
+		writeFlavorError(w, s.flavor, r)
+		return
+	}
+	writeOpenAIError(w, r)
+}
+
+func writeOpenAIError(w http.ResponseWriter, r Response) {
 	msg := r.ErrorMessage
 	if msg == "" {
 		msg = http.StatusText(r.Status)
@@ -154,12 +163,89 @@ func splitRunes(s string, n, def int) []string {
 func completionID(req *Request) string { return "chatcmpl-fake" + strconv.Itoa(req.Seq) }
 
 func (s *Server) stream(w http.ResponseWriter, hr *http.Request, req *Request, resp Response, model string, withUsage bool) {
+	var (
+		chunks []chunk  // OpenAI's chunks, encoded as they are written (the load harness's model)
+		events [][]byte // another flavor's events, or an answer with an in-stream error
+	)
+	done := !resp.NoDone
+	switch {
+	case (s.flavor == OpenAI || s.flavor == "") && resp.StreamError == nil:
+		chunks = openAIChunks(req, resp, model, withUsage)
+	case s.flavor == OpenAI || s.flavor == "":
+		for _, c := range openAIChunks(req, resp, model, withUsage) {
+			events = append(events, dataEvent(c))
+		}
+		events, done = insertStreamError(events, resp, OpenAI, req, model)
+	default:
+		events, done = flavorEvents(s.flavor, req, resp, model, withUsage)
+	}
+	n := len(events)
+	if chunks != nil {
+		n = len(chunks)
+	}
 	flusher, _ := w.(http.Flusher)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("Connection", "keep-alive")
 	w.WriteHeader(http.StatusOK)
 
+	pace := resp.ChunkDelay
+	if resp.TokensPerSecond > 0 {
+		pace = time.Duration(float64(time.Second) / resp.TokensPerSecond)
+	}
+	var buf bytes.Buffer
+	for i := range n {
+		if resp.CutAfter > 0 && i >= resp.CutAfter {
+			panic(http.ErrAbortHandler) // closes the connection mid-body
+		}
+		if resp.StallAfter > 0 && i >= resp.StallAfter {
+			select {
+			case <-hr.Context().Done():
+			case <-s.done:
+			}
+			return
+		}
+		if i > 0 && !s.wait(hr, pace) {
+			return
+		}
+		var out []byte
+		if chunks != nil {
+			b, _ := json.Marshal(chunks[i])
+			buf.Reset()
+			buf.WriteString("data: ")
+			buf.Write(b)
+			buf.WriteString("\n\n")
+			out = buf.Bytes()
+		} else {
+			out = events[i]
+		}
+		if _, err := w.Write(out); err != nil {
+			return
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	if done {
+		_, _ = io.WriteString(w, "data: [DONE]\n\n")
+	}
+	if flusher != nil {
+		flusher.Flush()
+	}
+}
+
+// dataEvent is one SSE event carrying v as JSON.
+func dataEvent(v any) []byte {
+	b, _ := json.Marshal(v)
+	var buf bytes.Buffer
+	buf.WriteString("data: ")
+	buf.Write(b)
+	buf.WriteString("\n\n")
+	return buf.Bytes()
+}
+
+// openAIChunks are the chunks of a streamed answer as OpenAI sends them.
+func openAIChunks(req *Request, resp Response, model string, withUsage bool) []chunk {
 	base := chunk{ID: completionID(req), Object: "chat.completion.chunk", Created: req.Time.Unix(),
 		Model: model, SystemFingerprint: "fp_fakellm", withUsage: withUsage}
 	var chunks []chunk
@@ -177,11 +263,7 @@ func (s *Server) stream(w http.ResponseWriter, hr *http.Request, req *Request, r
 		add(chunkDelta{Content: &part}, nil)
 	}
 	for i, tc := range resp.ToolCalls {
-		id := tc.ID
-		if id == "" {
-			id = fmt.Sprintf("call_%d_%d", req.Seq, i)
-		}
-		add(chunkDelta{ToolCalls: []chunkToolCall{{Index: i, ID: id, Type: "function",
+		add(chunkDelta{ToolCalls: []chunkToolCall{{Index: i, ID: toolCallID(req, i, tc), Type: "function",
 			Function: chunkFunction{Name: tc.Name}}}}, nil)
 		for _, frag := range splitRunes(tc.Arguments, resp.ArgChunkSize, 7) {
 			add(chunkDelta{ToolCalls: []chunkToolCall{{Index: i, Function: chunkFunction{Arguments: frag}}}}, nil)
@@ -197,44 +279,14 @@ func (s *Server) stream(w http.ResponseWriter, hr *http.Request, req *Request, r
 		c.Usage = &u
 		chunks = append(chunks, c)
 	}
+	return chunks
+}
 
-	pace := resp.ChunkDelay
-	if resp.TokensPerSecond > 0 {
-		pace = time.Duration(float64(time.Second) / resp.TokensPerSecond)
+func toolCallID(req *Request, i int, tc ToolCall) string {
+	if tc.ID != "" {
+		return tc.ID
 	}
-	var buf bytes.Buffer
-	for i, c := range chunks {
-		if resp.CutAfter > 0 && i >= resp.CutAfter {
-			panic(http.ErrAbortHandler) // closes the connection mid-body
-		}
-		if resp.StallAfter > 0 && i >= resp.StallAfter {
-			select {
-			case <-hr.Context().Done():
-			case <-s.done:
-			}
-			return
-		}
-		if i > 0 && !s.wait(hr, pace) {
-			return
-		}
-		b, _ := json.Marshal(c)
-		buf.Reset()
-		buf.WriteString("data: ")
-		buf.Write(b)
-		buf.WriteString("\n\n")
-		if _, err := w.Write(buf.Bytes()); err != nil {
-			return
-		}
-		if flusher != nil {
-			flusher.Flush()
-		}
-	}
-	if !resp.NoDone {
-		_, _ = io.WriteString(w, "data: [DONE]\n\n")
-	}
-	if flusher != nil {
-		flusher.Flush()
-	}
+	return fmt.Sprintf("call_%d_%d", req.Seq, i)
 }
 
 func writeCompletion(w http.ResponseWriter, req *Request, resp Response, model string) {
@@ -254,11 +306,7 @@ func writeCompletion(w http.ResponseWriter, req *Request, resp Response, model s
 	if len(resp.ToolCalls) > 0 {
 		var calls []tcall
 		for i, tc := range resp.ToolCalls {
-			id := tc.ID
-			if id == "" {
-				id = fmt.Sprintf("call_%d_%d", req.Seq, i)
-			}
-			calls = append(calls, tcall{ID: id, Type: "function", Function: fn{tc.Name, tc.Arguments}})
+			calls = append(calls, tcall{ID: toolCallID(req, i, tc), Type: "function", Function: fn{tc.Name, tc.Arguments}})
 		}
 		msg["tool_calls"] = calls
 		if msg["content"] == "" {
