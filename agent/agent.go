@@ -33,12 +33,12 @@ type Result struct {
 // Agent runs turns: it owns the per-session lock, the session usage totals
 // and the provider. It is safe for concurrent use.
 type Agent struct {
-	o        Options
-	provider *Provider
-	builder  ContextBuilder
-	log      *slog.Logger
-	locks    keyedMutex
-	viewer   memory.TurnReader // nil: a turn's reads are separate (turnview.go)
+	o       Options
+	models  *models // the primary endpoint and its fallbacks (failover.go)
+	builder ContextBuilder
+	log     *slog.Logger
+	locks   keyedMutex
+	viewer  memory.TurnReader // nil: a turn's reads are separate (turnview.go)
 	// jsonFallback is set once an endpoint rejected native tools (auto protocol).
 	jsonFallback atomic.Bool
 	prompt       atomic.Pointer[promptMemo] // the last system prompt (promptmemo.go)
@@ -56,8 +56,8 @@ func New(o Options) (*Agent, error) {
 		return nil, fmt.Errorf("agent: unknown tool protocol %q (use auto, native or json)", o.ToolProtocol)
 	}
 	a := &Agent{
-		o:        o,
-		provider: NewProvider(o),
+		o:      o,
+		models: newModels(o),
 		builder: ContextBuilder{Location: o.Location, Now: o.Now, NotesMaxCount: o.NotesMaxCount, NotesMaxChars: o.NotesMaxChars,
 			clock: &clockMemo{}},
 		log:    o.Logger,
@@ -139,7 +139,7 @@ func (a *Agent) Usage(sessionKey string) memory.Usage {
 func (a *Agent) ProcessDirect(ctx context.Context, sessionKey, text string, opts DirectOptions) (string, error) {
 	res, err := a.run(ctx, Request{
 		SessionKey: sessionKey, Text: text, Runtime: opts.Runtime, Persona: opts.Persona,
-		Tools: opts.Tools, NoTools: opts.NoTools, OnEvent: opts.OnEvent,
+		Tools: opts.Tools, NoTools: opts.NoTools, OnEvent: opts.OnEvent, Admin: opts.Admin, direct: true,
 	}, CallInfo{JobName: opts.JobName, DeliverTo: opts.DeliverTo})
 	if err != nil {
 		return res.Text, err
@@ -163,7 +163,7 @@ func (a *Agent) run(ctx context.Context, req Request, job CallInfo) (Result, err
 	if req.SessionKey == "" {
 		return Result{}, errors.New("agent: request without a session key")
 	}
-	if err := a.provider.configured(); err != nil {
+	if err := a.models.primary.eps[0].prov.configured(); err != nil {
 		return Result{FinishReason: FinishAPIError}, err
 	}
 	unlock, err := a.locks.Lock(ctx, req.SessionKey)
@@ -196,10 +196,14 @@ func (a *Agent) run(ctx context.Context, req Request, job CallInfo) (Result, err
 		tr:      newTracker(a.o.Now),
 		seen:    map[string]int{},
 		started: a.o.Now(),
+		chain:   a.models.chainFor(persona),
 	}
 	t.callInfo = CallInfo{SessionKey: req.SessionKey, Persona: persona.Name, JobName: job.JobName,
 		DeliverTo: job.DeliverTo, TurnID: t.id, Skills: persona.Skills}
 	t.runtime = a.builder.RuntimeBlock(req.Runtime, job.JobName)
+	if a.o.Gate != nil {
+		ctx = withGateCall(ctx, t.gateCall()) // for the summarizer (budget.go)
+	}
 	return t.execute(ctx)
 }
 

@@ -51,6 +51,12 @@ type Request struct {
 	// TurnID, if set, is used as the committed turn's ID (memory.Turn.ID); the
 	// handler derives it from the inbox so a replayed turn keeps its id.
 	TurnID string
+	// Admin says the turn runs for a bot admin: llm.budget does not limit
+	// it unless configured to (budget.go).
+	Admin bool
+	// direct marks a ProcessDirect turn: a budget refusal is returned as
+	// its error.
+	direct bool
 	// OnEvent, if set, receives streaming events. It is called from the turn's
 	// goroutine and must not block for long.
 	OnEvent func(Event)

@@ -346,7 +346,10 @@ func (c *summaryCompactor) summarize(ctx context.Context, key string, prev *summ
 			{Role: openai.ChatMessageRoleSystem, Content: summarizerPrompt},
 			{Role: openai.ChatMessageRoleUser, Content: user.String()},
 		}}
-	resp, err := c.a.provider.Chat(ctx, req, StreamObserver{})
+	if err := c.a.allow(ctx, key); err != nil {
+		return "", fmt.Errorf("summarize %d turns: %w", len(drop), err)
+	}
+	resp, err := c.a.chat(ctx, c.a.models.primary, &chainCursor{}, req, StreamObserver{})
 	if err != nil {
 		return "", fmt.Errorf("summarize %d turns: %w", len(drop), err)
 	}

@@ -33,6 +33,9 @@ type turn struct {
 	started  time.Time
 	callInfo CallInfo
 	runtime  string
+	refusal  *BudgetError // the Gate refused a model call (budget.go)
+	chain    *chain       // the persona's endpoints (failover.go)
+	cursor   chainCursor  // where in chain the turn's calls go
 
 	mode    string
 	system  string
@@ -41,6 +44,7 @@ type turn struct {
 	msgs    []memory.Message // this turn's messages; msgs[0] is the user message
 
 	usage      memory.Usage
+	models     []memory.ModelUsage // usage per answering model, in order of first use
 	iterations int
 	toolCalls  int
 	callSeq    int
@@ -124,12 +128,16 @@ func (t *turn) execute(parent context.Context) (Result, error) {
 	}
 	ended := t.now()
 	res := Result{
-		TurnID: t.id, Text: text, Messages: t.msgs, Usage: t.usage, Iterations: t.iterations,
+		TurnID: t.id, Text: text, Messages: t.msgs, Usage: t.usage, Models: t.models, Iterations: t.iterations,
 		ToolCalls: t.toolCalls, Duration: ended.Sub(t.started), FinishReason: finish, Trace: t.tr.entries,
 	}
 	if err := t.commit(parent, finish, text, ended); err != nil {
 		runErr = errors.Join(runErr, err)
 	}
+	if t.refusal != nil && t.req.direct {
+		runErr = errors.Join(runErr, t.refusal) // jobs record it as a skip
+	}
+	t.reportUsage()
 	t.a.addUsage(t.req.SessionKey, t.usage)
 	t.emit(Event{Kind: EventTurnEnd, Usage: t.usage, Start: t.started, End: ended})
 	if t.a.log.Enabled(parent, slog.LevelInfo) {
@@ -148,11 +156,12 @@ func (t *turn) execute(parent context.Context) (Result, error) {
 // shutdown the inbox must replay the message (after /stop the handler clears
 // the inbox items itself).
 func (t *turn) commit(parent context.Context, finish FinishReason, text string, ended time.Time) error {
-	if finish == FinishAPIError && !t.ranTools {
+	if finish == FinishAPIError && !t.ranTools || t.skipRefusedCommit() {
 		return nil
 	}
 	turn := memory.Turn{ID: t.id, Messages: t.msgs, Usage: t.usage, Started: t.started, Ended: ended,
-		FinishReason: string(finish), Answer: text}
+		FinishReason: string(finish), Answer: text, Models: t.models}
+	t.recordTurn(&turn)
 	if finish != FinishAPIError && finish != FinishCanceled {
 		turn.Sources = t.req.Sources
 	}
@@ -221,6 +230,9 @@ func (t *turn) limitReached() (FinishReason, string, bool) {
 // failed sorts an error out: cancellation, the turn's own deadline (a limit:
 // answer with what we have) or a real failure.
 func (t *turn) failed(parent, whole, ctx context.Context, err error) (string, FinishReason, error) {
+	if be := (*BudgetError)(nil); errors.As(err, &be) {
+		return t.refused(be)
+	}
 	if parent.Err() != nil {
 		return "", FinishCanceled, fmt.Errorf("agent: turn canceled: %w", parent.Err())
 	}
@@ -246,6 +258,9 @@ func (t *turn) closing(parent, whole, ctx context.Context, reason FinishReason, 
 	t.tr.enter(StatePlanning)
 	st, err := t.step(ctx, why)
 	if err != nil {
+		if be := (*BudgetError)(nil); errors.As(err, &be) {
+			return t.refused(be)
+		}
 		if parent.Err() != nil {
 			return "", FinishCanceled, fmt.Errorf("agent: turn canceled: %w", parent.Err())
 		}
@@ -297,8 +312,11 @@ func (t *turn) render() []openai.ChatCompletionMessage {
 
 // call runs one model call, recording it in the trace and the usage.
 func (t *turn) call(ctx context.Context, req ChatRequest, onText func(string), onDiscard func()) (ChatResponse, error) {
+	if err := t.gate(ctx); err != nil {
+		return ChatResponse{}, err
+	}
 	start := t.now()
-	resp, err := t.a.provider.Chat(ctx, req, StreamObserver{
+	resp, err := t.a.chat(ctx, t.chain, &t.cursor, req, StreamObserver{
 		Text:      onText,
 		Reasoning: func(s string) { t.emit(Event{Kind: EventReasoningDelta, Text: s}) },
 		Discard:   onDiscard,
@@ -313,11 +331,13 @@ func (t *turn) call(ctx context.Context, req ChatRequest, onText func(string), o
 	}
 	t.tr.add(e)
 	t.usage = t.usage.Add(resp.Usage)
+	t.addModelUsage(resp)
 	return resp, err
 }
 
 // modelObservation is a model call's trace summary: "finish=stop
-// tool_calls=0 tokens=42 attempts=1" (appended by hand: once a model call,
+// tool_calls=0 tokens=42 attempts=1 model=gpt-4o-mini endpoint="primary""
+// (appended by hand: once a model call,
 // fmt's formatting showed in the handler's profile).
 func modelObservation(resp ChatResponse) string {
 	b := make([]byte, 0, 64)
@@ -329,7 +349,27 @@ func modelObservation(resp ChatResponse) string {
 	b = strconv.AppendInt(b, int64(resp.Usage.TotalTokens), 10)
 	b = append(b, " attempts="...)
 	b = strconv.AppendInt(b, int64(resp.Attempts), 10)
+	if resp.Model != "" {
+		b = append(b, " model="...)
+		b = append(b, resp.Model...)
+		b = append(b, " endpoint="...)
+		b = append(b, strconv.Quote(resp.Endpoint)...)
+	}
 	return string(b)
+}
+
+// addModelUsage adds an answered call's usage to its model's entry.
+func (t *turn) addModelUsage(resp ChatResponse) {
+	if resp.Model == "" {
+		return
+	}
+	for i := range t.models {
+		if m := &t.models[i]; m.Model == resp.Model && m.Endpoint == resp.Endpoint {
+			m.Usage = m.Usage.Add(resp.Usage)
+			return
+		}
+	}
+	t.models = append(t.models, memory.ModelUsage{Model: resp.Model, Endpoint: resp.Endpoint, Usage: resp.Usage})
 }
 
 // step asks the model for the next move. A non-empty note makes it the
@@ -435,6 +475,13 @@ func (t *turn) stepJSON(ctx context.Context, note string) (stepOut, error) {
 			return stepOut{final: true, text: text}, nil
 		}
 		if repair >= 1 {
+			// Still no envelope after the repair round: a model that keeps
+			// answering in prose has answered (plainTextAnswer).
+			if text, ok := plainTextAnswer(resp.Content); ok && perr != nil {
+				t.showAnswer(text)
+				t.msgs = append(t.msgs, memory.Message{Role: memory.RoleAssistant, Content: text, Reasoning: resp.Reasoning, Time: t.now()})
+				return stepOut{final: true, text: text}, nil
+			}
 			return stepOut{}, fmt.Errorf("agent: %w after a repair round: %v", ErrToolProtocol, perr)
 		}
 		t.tr.add(TraceEntry{Kind: TraceModel, Observation: "repair round", Error: perr.Error()})

@@ -43,6 +43,11 @@ type Persona struct {
 	Temperature *float32 // nil = Options.Temperature
 	MaxTokens   int      // 0 = Options.MaxTokens
 	Tools       []string // nil = every registered tool; empty non-nil = none
+	// Fallbacks replace Options.Fallbacks for this persona's turns (nil =
+	// those; empty non-nil = none). An entry without a base URL is asked of
+	// the primary's; one without a key uses the key of the configured
+	// endpoint with the same base URL (failover.go).
+	Fallbacks []Endpoint
 	// Skills allowlists the skills the skill tool offers (nil = every
 	// skill; empty non-nil = none).
 	Skills []string
@@ -69,6 +74,9 @@ type DirectOptions struct {
 	DeliverTo []string
 	Runtime   Runtime
 	OnEvent   func(Event)
+	// Admin exempts the turn from llm.budget unless admins are limited
+	// (the operator's `switchboard ask`).
+	Admin bool
 }
 
 // Options configure an Agent. Zero values mean the defaults noted (DESIGN.md §4),
@@ -94,6 +102,15 @@ type Options struct {
 	// Negative = no bound.
 	MaxResponseChars int
 	ToolProtocol     string // auto | native | json (auto)
+
+	// Fallbacks are asked in order when the endpoint before them failed
+	// with a transient error after its retries (llm.fallbacks; failover.go).
+	Fallbacks []Endpoint
+	// FailoverCooldown is how long an endpoint that failed is skipped by
+	// new turns (DefaultFailoverCooldown).
+	FailoverCooldown time.Duration
+	// OnModelCall, when set, is told about every endpoint asked (metrics).
+	OnModelCall func(ModelCall)
 
 	MaxIterations     int           // model steps per turn (25)
 	MaxToolCalls      int           // tool calls per turn (25)
@@ -128,6 +145,12 @@ type Options struct {
 	Tools     *Registry
 	Approve   ApproveFunc
 	Compactor Compactor // nil: see Notes
+	// Gate, when set, is asked before every model call of a turn
+	// (llm.budget; budget.go).
+	Gate Gate
+	// OnUsage, when set, is told every turn's tokens per model (chat, job
+	// and heartbeat turns alike; metrics).
+	OnUsage func([]memory.ModelUsage)
 
 	// Notes is where the chat's long-term notes are read for the prompt
 	// (scope = the session key); memory.Store implements it. nil = no notes.
@@ -177,6 +200,7 @@ func (o Options) withDefaults() Options {
 	if o.ToolProtocol == "" {
 		o.ToolProtocol = defaults.ToolProtocol
 	}
+	o.FailoverCooldown = defDur(o.FailoverCooldown, DefaultFailoverCooldown)
 	o.MaxIterations = max(1, defInt(o.MaxIterations, defaults.MaxIterations))
 	o.MaxToolCalls = defInt(o.MaxToolCalls, defaults.MaxToolCalls)
 	o.ToolRetries = defInt(o.ToolRetries, defaults.ToolRetries)
@@ -219,8 +243,8 @@ func (o Options) String() string {
 	if o.APIKey != "" {
 		key = "set"
 	}
-	return fmt.Sprintf("agent.Options{BaseURL:%q Model:%q APIKey:%s ToolProtocol:%q MaxIterations:%d MaxToolCalls:%d}",
-		redacturl.URL(o.BaseURL), o.Model, key, o.ToolProtocol, o.MaxIterations, o.MaxToolCalls)
+	return fmt.Sprintf("agent.Options{BaseURL:%q Model:%q APIKey:%s ToolProtocol:%q MaxIterations:%d MaxToolCalls:%d Fallbacks:%v}",
+		redacturl.URL(o.BaseURL), o.Model, key, o.ToolProtocol, o.MaxIterations, o.MaxToolCalls, o.Fallbacks)
 }
 
 // GoString is String, so %#v does not print the API key either.

@@ -7,11 +7,12 @@ import (
 )
 
 // CheckTarget accepts a target address "<channel>:<chat_id>[:<thread_id>]"
-// whose channel is one of known: the platform names of the registry
+// (a server-qualified chat id such as "!abc:example.org" may hold ':', see
+// ParseTarget) whose channel is one of known: the platform names of the registry
 // (channels/platform), which the caller passes in, since this package lists
 // no platforms of its own. With known empty only the syntax is checked.
 func CheckTarget(s string, known []string) error {
-	parts := strings.SplitN(s, ":", 3)
+	parts := splitAddress(s)
 	bad := len(parts) < 2 || parts[0] == "" || parts[1] == "" || parts[1] == "user" ||
 		(len(parts) == 3 && parts[2] == "") || strings.ContainsAny(s, " \t\r\n")
 	if bad {

@@ -215,3 +215,14 @@ type Previewer interface {
 	// ErrNoPreviews (wrapped) when the server does not support previews.
 	Preview(ctx context.Context, target Target, draftID int64, text string) error
 }
+
+// Admitter is implemented by sinks that can tell, before any message,
+// whether a user may talk to the bot: a platform where the bot is invited
+// into a conversation first (a Matrix invite) asks it whether to accept.
+// Access stays the handler's decision; the adapter only acts on the answer.
+// direct says the invitation is to a one-to-one chat: it is then answered
+// as a direct message from the user would be (in pairing mode a stranger is
+// admitted, to receive a pairing code); otherwise as a mention in a group.
+type Admitter interface {
+	Admits(ctx context.Context, channel, userID string, direct bool) (bool, error)
+}

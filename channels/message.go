@@ -1,13 +1,16 @@
 // Package channels is the contract between the chat platforms and the rest
 // of Switchboard: the normalized Message an adapter pushes in (and its
-// Target address), the Sink it pushes into, the Channel interface every
-// adapter implements with its optional capabilities (Typer, Editor,
-// DeltaWriter, Pacer, Verifier, DirectTeller, Readiness, Webhook), the
-// Outgoing chunks an adapter sends, the send-error kinds the shared retry path understands
-// (ClassifyError), target and user-id syntax (CheckTarget, CheckUserID: the
-// known platform names are the caller's, from the registry in
-// channels/platform; this package lists none), and the access policy's
-// types with its pure Decide.
+// Target address), the Sink it pushes into (and Admitter, a sink's answer
+// to whether a user may talk to the bot, for platforms with invitations),
+// the Channel interface every adapter implements with its optional
+// capabilities (Typer, Editor, DeltaWriter, Pacer, Verifier, DirectTeller,
+// Readiness, Webhook), the Outgoing chunks an adapter sends (and the
+// Purpose a scheduled delivery's context carries, WithPurpose), the send-error
+// kinds the shared retry path understands (ClassifyError), target and
+// user-id syntax (ParseTarget, CheckTarget, CheckUserID; a server-qualified
+// chat id such as "!abc:example.org" may hold ':'; the known platform names
+// are the caller's, from the registry in channels/platform: this package
+// lists none), and the access policy's types with its pure Decide.
 //
 // It imports nothing of this module, so an adapter (channels/telegram,
 // channels/discord, channels/slack, channels/console) never compiles the
@@ -97,9 +100,11 @@ func (t Target) String() string {
 	return s
 }
 
-// ParseTarget parses "<channel>:<chat_id>[:<thread_id>]". Chat ids may not contain ':'.
+// ParseTarget parses "<channel>:<chat_id>[:<thread_id>]". A chat id has no
+// ':' unless it is server-qualified (splitAddress): "matrix:!abc:example.org"
+// is chat "!abc:example.org", "matrix:!abc:example.org:$ev" its thread "$ev".
 func ParseTarget(s string) (Target, bool) {
-	parts := strings.SplitN(s, ":", 3)
+	parts := splitAddress(s)
 	if len(parts) < 2 || parts[0] == "" || parts[1] == "" || parts[1] == "user" {
 		return Target{}, false
 	}
@@ -111,4 +116,51 @@ func ParseTarget(s string) (Target, bool) {
 		t.ThreadID = parts[2]
 	}
 	return t, true
+}
+
+// splitAddress splits a target address into channel, chat id and (when
+// present) thread id. The rule is the platforms' id syntax, not a list of
+// platforms: a chat id starting with '!' is server-qualified, the federated
+// form "!local:server" where server is a host name, an IPv4 address or a
+// bracketed IPv6 literal with an optional numeric port ("!abc:example.org",
+// "!abc:example.org:8448", "!abc:[::1]:8448"); what follows it is the
+// thread. Any other chat id ends at the next ':' as before. A '!' id without
+// its ":server" part is left to the caller's checks as it is.
+func splitAddress(s string) []string {
+	channel, rest, ok := strings.Cut(s, ":")
+	if !ok {
+		return []string{s}
+	}
+	if !strings.HasPrefix(rest, "!") {
+		return append([]string{channel}, strings.SplitN(rest, ":", 2)...)
+	}
+	local, after, ok := strings.Cut(rest, ":")
+	if !ok {
+		return []string{channel, rest}
+	}
+	n := len(local) + 1 // chat id so far: "!local:"
+	if strings.HasPrefix(after, "[") {
+		if end := strings.IndexByte(after, ']'); end >= 0 {
+			n += end + 1
+		} else {
+			n += len(after)
+		}
+	}
+	// The host (or whatever follows a bracketed literal) ends at a ':'.
+	if i := strings.IndexByte(rest[n:], ':'); i >= 0 {
+		n += i
+	} else {
+		n = len(rest)
+	}
+	// An optional port: digits up to the next ':' or the end.
+	if n < len(rest) && rest[n] == ':' {
+		port, _, _ := strings.Cut(rest[n+1:], ":")
+		if port != "" && strings.Trim(port, "0123456789") == "" {
+			n += 1 + len(port)
+		}
+	}
+	if n >= len(rest) {
+		return []string{channel, rest}
+	}
+	return []string{channel, rest[:n], rest[n+1:]}
 }

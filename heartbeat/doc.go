@@ -48,8 +48,13 @@
 // and a due slot stays due until used or the window closes. A greeting (or
 // a decline) uses every slot already due and every slot less than half a
 // segment ahead: slots missed while the user was busy or the daemon down
-// make one greeting, not one per tick. When no target is
-// eligible no model call is made.
+// make one greeting, not one per tick. A greeting the platform refuses for
+// good (a permanent send error: a blocked bot, WhatsApp's 24-hour window
+// without a greeting template) uses its slot too; other failures leave it
+// due. When no target is eligible no model call is made. Greetings are
+// delivered with channels.PurposeGreeting and reminder jobs with
+// channels.PurposeReminder in their context, so such a platform can send a
+// template instead.
 //
 // Design decision: ProcessDirect commits its turn (instruction as a user
 // message) into the session it runs in, which would make the instruction look

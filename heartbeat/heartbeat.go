@@ -26,7 +26,7 @@ const (
 const (
 	ActionGreeted  = "greeted"  // delivered and saved; the slot is used
 	ActionDeclined = "declined" // the model chose to skip; the slot is used
-	ActionFailed   = "failed"   // model or delivery failed; the slot stays due
+	ActionFailed   = "failed"   // model or delivery failed; the slot stays due (refused for good: used)
 	ActionWaiting  = "waiting"  // not eligible now (Reason says why)
 )
 
@@ -429,11 +429,22 @@ func (h *Heartbeat) greet(ctx context.Context, c candidate, p DayPlan, st daySta
 		return Decision{Target: c.key, Action: ActionDeclined, Reason: g.Reason}, nil
 	}
 	turnID := fmt.Sprintf("heartbeat-%s-%d-%s", p.Day, st.Used+1, c.key)
-	ids, err := h.o.Out.Deliver(ctx, tgt, turnID, g.Message)
+	// The purpose lets a platform with a messaging window (WhatsApp) use
+	// a greeting template where free-form text is refused.
+	ids, err := h.o.Out.Deliver(channels.WithPurpose(ctx, channels.PurposeGreeting), tgt, turnID, g.Message)
 	if err == nil && len(ids) == 0 {
 		err = errors.New("the platform returned no message id")
 	}
 	if err != nil {
+		if kind, _ := channels.ClassifyError(err); kind == channels.KindPermanent && ctx.Err() == nil {
+			// Refused for good (a user who blocked the bot, WhatsApp's
+			// 24-hour window without a greeting template): another tick
+			// would only ask the model again. The slot is used.
+			st.Used, st.Retries = slotsUsedBy(p, st.Used, now), 0
+			log.Warn("greeting refused by the platform; the slot is used", slog.String("error", err.Error()))
+			return Decision{Target: c.key, Action: ActionFailed, Reason: "delivery refused: " + err.Error()},
+				errors.Join(fmt.Errorf("heartbeat: %s: delivery refused: %w", c.key, err), h.saveState(context.WithoutCancel(ctx), c.key, st))
+		}
 		if h.o.Claimer != nil { // the claimed key is spent: retry under the next
 			st.Retries++
 			err = errors.Join(err, h.saveState(context.WithoutCancel(ctx), c.key, st))

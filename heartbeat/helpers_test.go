@@ -118,6 +118,8 @@ type delivery struct {
 	TurnID string
 	Text   string
 	At     time.Time
+	// Purpose is what the delivery's context carried (channels.PurposeOf).
+	Purpose channels.Purpose
 }
 
 // fakeOut records deliveries and fails targets listed in fail.
@@ -140,7 +142,7 @@ func (f *fakeOut) Deliver(ctx context.Context, target channels.Target, turnID, t
 		return nil, err
 	}
 	f.n++
-	d := delivery{Target: target.String(), TurnID: turnID, Text: text}
+	d := delivery{Target: target.String(), TurnID: turnID, Text: text, Purpose: channels.PurposeOf(ctx)}
 	if f.clk != nil {
 		d.At = f.clk.Now()
 	}

@@ -276,6 +276,10 @@ func (j *Jobs) produceAndDeliver(ctx context.Context, s JobSpec, scheduled time.
 		}
 	}
 	switch {
+	case agent.IsBudget(execErr):
+		// llm.budget refused the model call: a skip, not a failure (no
+		// alert, no failure streak); the reason says when it resets.
+		run.Status = RunSkipped
 	case execErr != nil || delivered == 0:
 		run.Status = RunFailed
 	case delivered < len(s.DeliverTo):
@@ -297,7 +301,7 @@ func (j *Jobs) settle(ctx context.Context, s JobSpec, source string, st jobState
 	}
 	if run.Status == RunOK {
 		st.Failures, st.Alerted = 0, false
-	} else {
+	} else if run.Status != RunSkipped {
 		st.Failures++
 		log.Warn("job run failed", slog.String("status", run.Status), slog.String("error", run.Error))
 		if st.Failures >= j.o.AlertAfter && !st.Alerted {
@@ -393,7 +397,11 @@ func (j *Jobs) deliverOne(ctx context.Context, s JobSpec, target, text string, s
 		return ds
 	}
 	turnID := fmt.Sprintf("job-%s-%d-%s", s.Name, scheduled.Unix(), target)
-	ids, err := j.o.Out.Deliver(ctx, tgt, turnID, text)
+	dctx := ctx
+	if s.Kind == KindReminder { // a platform with a messaging window may use a reminder template
+		dctx = channels.WithPurpose(ctx, channels.PurposeReminder)
+	}
+	ids, err := j.o.Out.Deliver(dctx, tgt, turnID, text)
 	switch {
 	case err != nil:
 		ds.Status, ds.Error = DeliveryFailed, err.Error()

@@ -27,7 +27,7 @@ const (
 	RunOK      = "ok"
 	RunPartial = "partial" // some deliveries failed
 	RunFailed  = "failed"  // execution failed or nothing was delivered
-	RunSkipped = "skipped" // missed while the daemon was down (misfire skip)
+	RunSkipped = "skipped" // missed while the daemon was down (misfire skip), or refused by llm.budget
 
 	DeliveryDelivered = "delivered"
 	DeliveryFailed    = "failed"

@@ -20,6 +20,8 @@
 //   - Outbox: a send intent before each platform call, its receipt after;
 //   - Notes, Jobs (jobs and their runs), Audit and KV hold what the agent, the
 //     scheduler, the handler and the CLI keep besides conversations;
+//   - UsageBook: tokens per day, chat, persona, job and model, kept in the
+//     turn's own commit (usage.go);
 //   - Maintenance: retention (Prune), counts (Stats), the integrity check
 //     `doctor` runs (Check) and Close;
 //   - Prober, optional: whether the store can serve now (the database
@@ -141,5 +143,6 @@ type Store interface {
 	Jobs
 	Audit
 	KV
+	UsageBook
 	Maintenance
 }

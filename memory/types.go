@@ -83,4 +83,13 @@ type Turn struct {
 	// order of first use (more than one only after a failover). Usage is
 	// their sum.
 	Models []ModelUsage `json:"models,omitempty"`
+	// Persona is the persona that answered; Job the job whose turn this was
+	// ("heartbeat" for a greeting, "" for a chat turn). Both are kept with
+	// the turn and in the usage book (usage.go).
+	Persona string `json:"persona,omitempty"`
+	Job     string `json:"job,omitempty"`
+	// Day is the day (DayLayout, in the bot's timezone) the turn's tokens
+	// count toward in the usage book; "" = the UTC day of Ended. It is an
+	// input of the commit, not stored with the turn.
+	Day string `json:"-"`
 }

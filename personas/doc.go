@@ -19,6 +19,9 @@
 //	description: Concise daily reports
 //	language: auto
 //	model: gpt-4o-mini        # optional; "" = llm.model
+//	fallbacks: [gpt-4o, {base_url: "http://127.0.0.1:11434/v1", model: llama3.1}]
+//	                          # optional; absent = llm.fallbacks, [] = none; never
+//	                          # keys: a base_url gets the key config.yaml gives it
 //	temperature: 0.3          # optional; absent = llm.temperature
 //	max_tokens: 1200          # optional; 0/absent = llm.max_tokens
 //	tools: [current_time]     # optional; absent = agent.tools, [] = no tools

@@ -22,8 +22,11 @@ const MaxFileSize = 256 << 10
 type Persona struct {
 	Name        string
 	Description string
-	Language    string   // "" or "auto" = the user's language
-	Model       string   // "" = llm.model
+	Language    string // "" or "auto" = the user's language
+	Model       string // "" = llm.model
+	// Fallbacks replace llm.fallbacks for this persona (nil = those; empty
+	// non-nil = none): see Fallback.
+	Fallbacks   []Fallback
 	Temperature *float32 // nil = llm.temperature
 	MaxTokens   int      // 0 = llm.max_tokens
 	Tools       []string // nil = the global list (agent.tools); empty non-nil = no tools
@@ -53,6 +56,9 @@ func (p Persona) clone() Persona {
 	p.Temperature = cloneF32(p.Temperature)
 	p.Tools = cloneTools(p.Tools)
 	p.Skills = cloneTools(p.Skills)
+	if p.Fallbacks != nil {
+		p.Fallbacks = slices.Clone(p.Fallbacks)
+	}
 	return p
 }
 
@@ -230,7 +236,7 @@ var parserProblems = map[string]bool{
 	"found duplicate %TAG directive":         true,
 }
 
-var knownKeys = []string{"name", "description", "language", "model", "temperature", "max_tokens", "tools", "skills", "greeting"}
+var knownKeys = []string{"name", "description", "language", "model", "fallbacks", "temperature", "max_tokens", "tools", "skills", "greeting"}
 
 func setField(p *Persona, k, v *yaml.Node) error {
 	bad := func(format string, a ...any) error {
@@ -277,6 +283,15 @@ func setField(p *Persona, k, v *yaml.Node) error {
 			return err
 		}
 		p.Tools = tools
+	case "fallbacks":
+		if null {
+			return nil
+		}
+		fb, err := parseFallbacks(v)
+		if err != nil {
+			return err
+		}
+		p.Fallbacks = fb
 	case "skills":
 		if null {
 			return nil
@@ -396,6 +411,9 @@ func Format(p Persona) ([]byte, error) {
 	str("description", p.Description)
 	str("language", p.Language)
 	str("model", p.Model)
+	if n := fallbacksNode(p.Fallbacks); n != nil {
+		add("fallbacks", n)
+	}
 	if p.Temperature != nil {
 		add("temperature", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!float", Value: strconv.FormatFloat(float64(*p.Temperature), 'g', -1, 32)})
 	}

@@ -44,6 +44,7 @@ const helpText = `Commands:
 /stop — stop the answer in progress
 /approve, /deny — decide a tool call waiting for approval
 /persona [NAME] — show or choose who answers in this chat
+/usage — this chat's tokens today and this week, and its budget
 /status — bot status (admins)
 /reload — re-read config.yaml and personas (admins)
 /jobs — scheduled jobs and their next runs (admins)
@@ -83,6 +84,8 @@ func (h *Handler) command(s *session, it item) {
 		h.approvalCommand(it) // replayed after a restart: nothing waits any more
 	case "persona":
 		h.personaCommand(ctx, it, args, admin)
+	case "usage":
+		h.usageCommand(ctx, it, key, admin)
 	case "status", "pair", "jobs", "reload", "heartbeat":
 		if h.requireAdmin(it, admin, name) {
 			h.adminCommand(ctx, it, name, args)

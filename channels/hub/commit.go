@@ -49,7 +49,7 @@ func (tc *turnCommit) hook(ctx context.Context, turn memory.Turn, trace []agent.
 	key := last.Target().String()
 	tc.reset(tc.st)
 	tc.used = true
-	tc.commit = memory.TurnCommit{Turn: &turn, Audit: h.toolAudit(last, trace)}
+	tc.commit = memory.TurnCommit{Turn: &turn, Audit: append(h.toolAudit(last, trace), h.failoverAudit(last, turn.Models)...)}
 	var chunks []channels.Chunk
 	paced := false
 	if len(turn.Sources) > 0 && tc.quiet() {
@@ -145,6 +145,22 @@ func (tc *turnCommit) recommit(ctx context.Context, key string) error {
 
 // noAnswer is delivered when the model's answer is empty.
 const noAnswer = "(I have no answer to that.)"
+
+// failoverAudit records a turn answered (in part) by a fallback model
+// endpoint: "model.failover", detail "answered by llama3.1 (fallback 1)".
+func (h *Handler) failoverAudit(m channels.Message, models []memory.ModelUsage) []memory.AuditRecord {
+	var by []string
+	for _, u := range models {
+		if u.Endpoint != "" && u.Endpoint != "primary" {
+			by = append(by, u.Model+" ("+u.Endpoint+")")
+		}
+	}
+	if len(by) == 0 {
+		return nil
+	}
+	return []memory.AuditRecord{{Time: h.now(), Actor: m.UserKey(), Action: "model.failover",
+		Session: m.Target().String(), Detail: "answered by " + strings.Join(by, ", then ")}}
+}
 
 // toolAudit is the audit records of a turn's tool calls.
 func (h *Handler) toolAudit(m channels.Message, trace []agent.TraceEntry) []memory.AuditRecord {

@@ -173,6 +173,9 @@ type HandlerOptions struct {
 	// ApprovalTimeout is how long a tool call waits for /approve or /deny
 	// before it is refused (approval.go); 0 = DefaultApprovalTimeout.
 	ApprovalTimeout time.Duration
+	// Usage returns the current budgets and prices for /usage (usage.go);
+	// nil = no budget, no prices, UTC days.
+	Usage func() UsageSettings
 }
 
 // HandlerStats are counters since start.
@@ -223,6 +226,7 @@ type Handler struct {
 	sideHandled map[uint64]bool
 	closed      bool
 	appr        approvalState // pending tool approvals (approval.go)
+	usage       func() UsageSettings
 
 	received, duplicates, ignored, denied, turns, turnErrors, commands atomic.Uint64
 }
@@ -267,7 +271,7 @@ func NewHandler(o HandlerOptions) *Handler {
 		pairing: NewPairing(o.Store, o.Now), sem: make(chan struct{}, o.MaxConcurrentTurns),
 		baseCtx: ctx, cancelAll: cancel, chans: map[string]channels.Channel{}, sessions: map[string]*session{},
 		retryBase: o.StorageRetryBase, retryMax: o.StorageRetryMax, quit: make(chan struct{}), claims: o.Claims,
-		claimSettle: o.ClaimSettle}
+		claimSettle: o.ClaimSettle, usage: o.Usage}
 	pol := o.Access
 	h.access.Store(&pol)
 	h.caps.set(o.MaxMessageChars, o.MaxTurnChars)

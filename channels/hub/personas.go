@@ -93,6 +93,7 @@ func AgentPersona(p personas.Persona) agent.Persona {
 		Name:        p.Name,
 		Identity:    identity,
 		Model:       p.Model,
+		Fallbacks:   agentFallbacks(p.Fallbacks),
 		Temperature: temp,
 		MaxTokens:   p.MaxTokens,
 		Tools:       tools,
@@ -306,4 +307,17 @@ func clip(s string, n int) string {
 		cut--
 	}
 	return s[:cut] + "…"
+}
+
+// agentFallbacks maps a persona's fallbacks to the agent's endpoints (the
+// agent finds their keys in config); nil stays nil: llm.fallbacks apply.
+func agentFallbacks(list []personas.Fallback) []agent.Endpoint {
+	if list == nil {
+		return nil
+	}
+	out := make([]agent.Endpoint, 0, len(list))
+	for _, f := range list {
+		out = append(out, agent.Endpoint{BaseURL: f.BaseURL, Model: f.Model})
+	}
+	return out
 }

@@ -169,6 +169,7 @@ func (h *Handler) turn(ctx context.Context, ch channels.Channel, target channels
 		Runtime:    h.runtime(last),
 		Sources:    ids(batch),
 		TurnID:     turnID,
+		Admin:      h.allAdmins(batch), // llm.budget exempts admins unless configured
 		OnEvent: func(ev agent.Event) {
 			switch {
 			case ev.Kind == agent.EventTextDelta && st != nil:

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -34,6 +35,7 @@ func readBolt(path string, timeout time.Duration) (postgres.Import, error) {
 		}{
 			{"sessions", readBoltSessions}, {"notes", readBoltNotes}, {"dedup", readBoltDedup},
 			{"inbox and outbox", readBoltQueues}, {"jobs and runs", readBoltJobs}, {"audit and kv", readBoltAuditKV},
+			{"usage", readBoltUsage},
 		}
 		for _, st := range steps {
 			if err := st.fn(tx, &d); err != nil {
@@ -60,16 +62,19 @@ func readBolt(path string, timeout time.Duration) (postgres.Import, error) {
 
 // boltTurn and boltMessage are memory/bolt's stored shapes (sessions.go).
 type boltTurn struct {
-	Seq          uint64       `json:"seq"`
-	ID           string       `json:"id"`
-	Usage        memory.Usage `json:"usage"`
-	Started      time.Time    `json:"started"`
-	Ended        time.Time    `json:"ended"`
-	FinishReason string       `json:"finish_reason"`
-	Sources      []uint64     `json:"sources,omitempty"`
-	Answer       string       `json:"answer,omitempty"`
-	First        uint64       `json:"first"`
-	Count        int          `json:"count"`
+	Seq          uint64              `json:"seq"`
+	ID           string              `json:"id"`
+	Usage        memory.Usage        `json:"usage"`
+	Started      time.Time           `json:"started"`
+	Ended        time.Time           `json:"ended"`
+	FinishReason string              `json:"finish_reason"`
+	Sources      []uint64            `json:"sources,omitempty"`
+	Answer       string              `json:"answer,omitempty"`
+	First        uint64              `json:"first"`
+	Count        int                 `json:"count"`
+	Persona      string              `json:"persona,omitempty"`
+	Job          string              `json:"job,omitempty"`
+	Models       []memory.ModelUsage `json:"models,omitempty"`
 }
 
 type boltMessage struct {
@@ -121,9 +126,29 @@ func readBoltTurns(b *bbolt.Bucket) ([]memory.Turn, error) {
 	out := []memory.Turn{}
 	err = forEachJSON(b.Bucket([]byte("turns")), func(_ []byte, st boltTurn) {
 		out = append(out, memory.Turn{ID: st.ID, Messages: msgs[st.Seq], Usage: st.Usage, Started: st.Started, Ended: st.Ended,
-			FinishReason: st.FinishReason, Sources: st.Sources, Answer: st.Answer})
+			FinishReason: st.FinishReason, Sources: st.Sources, Answer: st.Answer, Persona: st.Persona, Job: st.Job, Models: st.Models})
 	})
 	return out, err
+}
+
+// readBoltUsage reads the usage book's detail rows
+// (day\x00chat\x00persona\x00job\x00model → prompt, completion as two
+// big-endian uint64); the totals beside them are sums the import need not copy.
+func readBoltUsage(tx *bbolt.Tx, d *postgres.Import) error {
+	b := tx.Bucket([]byte("usage"))
+	if b == nil {
+		return nil // a file from before the usage book
+	}
+	return b.ForEach(func(k, v []byte) error {
+		parts := bytes.Split(k, []byte{0})
+		if len(parts) != 5 || len(v) != 16 {
+			return nil
+		}
+		d.Usage = append(d.Usage, memory.UsageRow{Day: string(parts[0]), Chat: string(parts[1]), Persona: string(parts[2]),
+			Job: string(parts[3]), Model: string(parts[4]),
+			PromptTokens: int64(binary.BigEndian.Uint64(v[:8])), CompletionTokens: int64(binary.BigEndian.Uint64(v[8:]))})
+		return nil
+	})
 }
 
 func readBoltSessions(tx *bbolt.Tx, d *postgres.Import) error {

@@ -78,6 +78,8 @@ func defaultLLM() LLM {
 		ToolProtocol: defaults.ToolProtocol,
 
 		MaxResponseChars: defaults.MaxResponseChars,
+		Fallbacks:        []Fallback{},
+		Prices:           map[string]Price{},
 	}
 }
 

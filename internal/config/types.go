@@ -86,6 +86,25 @@ type LLM struct {
 	// tool-call arguments together, in characters): a longer answer is cut
 	// there and marked, the rest is not read, and its tool calls are dropped.
 	MaxResponseChars int `yaml:"max_response_chars"`
+	// Fallbacks are asked in order when the endpoint before them fails with
+	// a transient error (refused connection, timeout, 5xx, 429, a cut
+	// stream) after its retries; a permanent refusal is reported instead.
+	Fallbacks []Fallback `yaml:"fallbacks"`
+	// Budget bounds tokens per chat and per day (budget.go).
+	Budget Budget `yaml:"budget"`
+	// Prices are money per million tokens by model name (optional), for
+	// the console's and /usage's cost.
+	Prices map[string]Price `yaml:"prices"`
+}
+
+// Fallback is one endpoint of llm.fallbacks. An empty base_url is
+// llm.base_url's (another model on the same gateway); an empty model is the
+// turn's (the same model elsewhere); an empty api_key on llm.base_url is
+// llm.api_key.
+type Fallback struct {
+	BaseURL string `yaml:"base_url"`
+	APIKey  Secret `yaml:"api_key"`
+	Model   string `yaml:"model"`
 }
 
 // Agent bounds the ReAct loop.

@@ -204,6 +204,8 @@ func (v *validator) llm() {
 	if l.MaxResponseChars < minResponseChars {
 		v.fail("llm.max_response_chars", "must be at least %d, got %d", minResponseChars, l.MaxResponseChars)
 	}
+	v.fallbacks()
+	v.budget()
 }
 
 func (v *validator) agent() {

@@ -220,7 +220,7 @@ func TestSemanticErrors(t *testing.T) {
 		{"persona default", "personas:\n  default: Assistant\n", `config.yaml:2: personas.default: persona name "Assistant" must use only a-z`},
 		{"by_target key", "personas:\n  by_target:\n    slack: reporter\n", `config.yaml:3: personas.by_target.slack: "slack" is not a target`},
 		{"by_target channel", "personas:\n  by_target:\n    irc:#go: reporter\n", `unknown channel "irc"`},
-		{"by_channel", "personas:\n  by_channel: {matrix: buddy}\n", `personas.by_channel.matrix: unknown channel "matrix"`},
+		{"by_channel", "personas:\n  by_channel: {irc: buddy}\n", `personas.by_channel.irc: unknown channel "irc"`},
 		{"access mode", "access:\n  mode: closed\n", `config.yaml:2: access.mode: must be one of open | allowlist | pairing, got "closed"`},
 		{"access groups", "access:\n  groups: some\n", `access.groups: must be one of mention | all | off`},
 		{"allow_from", "access:\n  allow_from: [\"telegram:user:\"]\n", `access.allow_from[0]: "telegram:user:" is neither a user id`},

@@ -75,6 +75,7 @@ func Ask(ctx context.Context, ag *agent.Agent, st memory.Store, res *hub.Resolve
 	}
 	answer, err := ag.ProcessDirect(ctx, req.Session, req.Text, agent.DirectOptions{
 		Persona: req.Persona, NoTools: req.NoTools, Runtime: agent.Runtime{Channel: "cli", ChatType: "direct"},
+		Admin: true, // the operator: llm.budget limits it only with llm.budget.admins
 	})
 	if err != nil {
 		return "", errors.New(agent.FriendlyError(err))

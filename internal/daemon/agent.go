@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/switchboard-bot/switchboard/agent"
 	"github.com/switchboard-bot/switchboard/agent/mcp"
@@ -37,6 +38,12 @@ func (c *Core) Close() error {
 // first run) and builds the agent with the built-in tools enabled in
 // agent.tools. The caller closes Core.Store.
 func BuildCore(cfg *config.Config, log *slog.Logger, client *http.Client) (*Core, error) {
+	return buildCore(cfg, log, client, nil, nil)
+}
+
+// buildCore is BuildCore with the hook told about every model endpoint
+// asked (the daemon's metrics).
+func buildCore(cfg *config.Config, log *slog.Logger, client *http.Client, onModelCall func(agent.ModelCall), meter UsageMeter) (*Core, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -55,7 +62,8 @@ func BuildCore(cfg *config.Config, log *slog.Logger, client *http.Client) (*Core
 		store.Close()
 		return nil, err
 	}
-	ag, err := NewAgent(cfg, AgentDeps{Sessions: store, Notes: store, Personas: res, Tools: reg, Auditor: store}, log, client)
+	ag, err := NewAgent(cfg, AgentDeps{Sessions: store, Notes: store, Personas: res, Tools: reg, Auditor: store,
+		OnModelCall: onModelCall, Meter: meter}, log, client)
 	if err != nil {
 		store.Close()
 		return nil, err
@@ -103,6 +111,13 @@ type AgentDeps struct {
 	Approve agent.ApproveFunc
 	// Auditor records the approval decisions made without asking (jobs).
 	Auditor Auditor
+	// OnModelCall is told about every model endpoint asked (metrics); nil = nothing.
+	OnModelCall func(agent.ModelCall)
+	// Meter is told every turn's tokens and every budget refusal (metrics;
+	// budget.go); nil = nothing.
+	Meter UsageMeter
+	// Now is the budget's clock (nil = time.Now).
+	Now func() time.Time
 }
 
 // NewAgent builds the agent from config: the model endpoint and the loop's limits.
@@ -120,6 +135,8 @@ func NewAgent(cfg *config.Config, deps AgentDeps, log *slog.Logger, client *http
 		Timeout:           cfg.LLM.Timeout,
 		MaxRetries:        retries(cfg.LLM.MaxRetries),
 		ToolProtocol:      cfg.LLM.ToolProtocol,
+		Fallbacks:         fallbacks(cfg.LLM.Fallbacks),
+		OnModelCall:       deps.OnModelCall,
 		MaxResponseChars:  cfg.LLM.MaxResponseChars,
 		MaxIterations:     cfg.Agent.MaxIterations,
 		MaxToolCalls:      cfg.Agent.MaxToolCalls,
@@ -138,11 +155,22 @@ func NewAgent(cfg *config.Config, deps AgentDeps, log *slog.Logger, client *http
 		Personas:          deps.Personas,
 		Tools:             deps.Tools,
 		Approve:           approveFunc(cfg, deps, log),
+		Gate:              budgetGate(cfg, deps),
+		OnUsage:           onUsage(deps),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("build the agent: %w", err)
 	}
 	return a, nil
+}
+
+// fallbacks maps llm.fallbacks to the agent's endpoints.
+func fallbacks(list []config.Fallback) []agent.Endpoint {
+	var out []agent.Endpoint
+	for _, f := range list {
+		out = append(out, agent.Endpoint{BaseURL: f.BaseURL, APIKey: f.APIKey.Value(), Model: f.Model})
+	}
+	return out
 }
 
 // retries maps a configured count where 0 means "none" to the agent's

@@ -137,12 +137,13 @@ func New(ctx context.Context, o Options) (*Daemon, error) {
 		o.ShutdownGrace = 10 * time.Second
 	}
 	cfg := o.Config
-	core, err := BuildCore(cfg, o.Logger, o.HTTPClient)
+	mets := metrics.New()
+	core, err := buildCore(cfg, o.Logger, o.HTTPClient, mets.ModelCall, mets)
 	if err != nil {
 		return nil, err
 	}
 	d := &Daemon{log: o.Logger, store: core.Store, core: core, personas: core.Personas,
-		metrics: metrics.New(), console: consoleParts{stats: ui.NewStats(o.Now)}, opts: o, procs: procs, sups: map[string]*supervisor{}, ready: make(chan struct{}), quit: make(chan struct{})}
+		metrics: mets, console: consoleParts{stats: ui.NewStats(o.Now)}, opts: o, procs: procs, sups: map[string]*supervisor{}, ready: make(chan struct{}), quit: make(chan struct{})}
 	d.cfgp.Store(cfg)
 	d.agent.p.Store(core.Agent)
 	if err := d.openCluster(cfg); err != nil {
@@ -163,6 +164,7 @@ func New(ctx context.Context, o Options) (*Daemon, error) {
 		Observer:           d.hubObserver(),
 		Personas:           core.Personas,
 		Admin:              hubAdmin{d},
+		Usage:              d.usageSettings,
 		Formatting:         cfg.Platforms().Hints(),
 		BotName:            cfg.Bot.Name,
 		Logger:             o.Logger,

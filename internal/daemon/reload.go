@@ -210,7 +210,8 @@ func (d *Daemon) rebuildAgent(old, next *config.Config) (*agent.Agent, error) {
 	if err := registerEnabled(next, reg, d.sched.SendMessageTool(d.sendAllowed)); err != nil {
 		return nil, err
 	}
-	a, err := NewAgent(next, AgentDeps{Sessions: d.store, Notes: d.store, Personas: d.personas, Tools: reg, Auditor: d.store}, d.log, d.opts.HTTPClient)
+	a, err := NewAgent(next, AgentDeps{Sessions: d.store, Notes: d.store, Personas: d.personas, Tools: reg, Auditor: d.store,
+		OnModelCall: d.metrics.ModelCall, Meter: d.metrics, Now: d.opts.Now}, d.log, d.opts.HTTPClient)
 	if err == nil {
 		d.core.MCP.Attach(reg, mcpAdmit(next)) // the MCP tools move to the new registry
 	}

@@ -256,7 +256,7 @@ func TestMetricsMoveAfterConversation(t *testing.T) {
 		`switchboard_messages_in_total{channel="memory"} 1`,
 		`switchboard_messages_out_total{channel="memory"} 1`,
 		`switchboard_turns_total{channel="memory",finish="final"} 1`,
-		`switchboard_model_calls_total 1`,
+		`switchboard_model_calls_total{endpoint="primary",model="gpt-4o-mini",outcome="ok"} 1`,
 		`switchboard_turn_duration_seconds_count{channel="memory"} 1`,
 		`switchboard_queue_depth 0`,
 	} {

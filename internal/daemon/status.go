@@ -51,6 +51,7 @@ func (d *Daemon) statusFacts(ctx context.Context) string {
 		key = "not set"
 	}
 	fmt.Fprintf(&b, "model: %s at %s (API key %s)\n", d.config().LLM.Model, endpoint, key)
+	b.WriteString(d.modelEndpointFacts())
 	b.WriteString(d.storageFact())
 	if sessions, err := d.store.ListSessions(ctx); err == nil {
 		fmt.Fprintf(&b, "sessions: %d\n", len(sessions))

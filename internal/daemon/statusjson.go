@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchboard-bot/switchboard/agent"
 	"github.com/switchboard-bot/switchboard/internal/cluster"
 	"github.com/switchboard-bot/switchboard/internal/config"
 	"github.com/switchboard-bot/switchboard/internal/redact"
@@ -34,11 +35,14 @@ type ChannelReport struct {
 	LastError string `json:"last_error,omitempty"`
 }
 
-// ModelReport names the model endpoint, never its key.
+// ModelReport names the model endpoint, never its key, and the state of
+// every endpoint of the failover chain (primary first): up, down or
+// cooling down, and which model answered last.
 type ModelReport struct {
-	Name      string `json:"name"`
-	Endpoint  string `json:"endpoint"`
-	APIKeySet bool   `json:"api_key_set"`
+	Name      string                 `json:"name"`
+	Endpoint  string                 `json:"endpoint"`
+	APIKeySet bool                   `json:"api_key_set"`
+	Endpoints []agent.EndpointStatus `json:"endpoints"`
 }
 
 // StorageReport is the store and whether it serves.
@@ -158,7 +162,8 @@ func (d *Daemon) StatusReport(ctx context.Context) StatusReport {
 	if endpoint == "" {
 		endpoint = "OpenAI"
 	}
-	rep.Model = ModelReport{Name: cfg.LLM.Model, Endpoint: endpoint, APIKeySet: cfg.LLM.APIKey.IsSet()}
+	rep.Model = ModelReport{Name: cfg.LLM.Model, Endpoint: endpoint, APIKeySet: cfg.LLM.APIKey.IsSet(),
+		Endpoints: d.modelEndpoints()}
 	rep.Storage = StorageReport{Backend: cfg.Storage.Backend, Path: d.store.Path(), OK: true, WritesOK: true}
 	if rep.Storage.Backend == "" {
 		rep.Storage.Backend = "bolt"

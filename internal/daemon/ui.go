@@ -134,6 +134,9 @@ func (b consoleBackend) Deliveries() map[string]float64 {
 	return out
 }
 
+// ModelEndpoints is the state of the model endpoints (statusmodels.go).
+func (b consoleBackend) ModelEndpoints() []agent.EndpointStatus { return b.d.modelEndpoints() }
+
 func (b consoleBackend) Personas() *hub.Resolver { return b.d.personas }
 func (b consoleBackend) Jobs() *heartbeat.Jobs   { return b.d.sched.Jobs() }
 

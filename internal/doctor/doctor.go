@@ -286,6 +286,9 @@ func (d *doctor) scrub(results []Result) []Result {
 		for _, s := range []config.Secret{c.LLM.APIKey, c.Server.AdminToken} {
 			secrets = append(secrets, s.Value())
 		}
+		for _, f := range c.LLM.Fallbacks {
+			secrets = append(secrets, f.APIKey.Value())
+		}
 		for _, sec := range c.Channels { // every platform's secrets
 			for _, s := range platform.SecretsOf(sec) {
 				secrets = append(secrets, s.Value())

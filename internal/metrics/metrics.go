@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/switchboard-bot/switchboard/agent"
+	"github.com/switchboard-bot/switchboard/memory"
 )
 
 // Metrics holds the collectors. Its methods are safe for concurrent use and
@@ -25,13 +26,16 @@ type Metrics struct {
 	messagesOut  *prometheus.CounterVec
 	turns        *prometheus.CounterVec
 	turnSeconds  *prometheus.HistogramVec
-	modelCalls   prometheus.Counter
+	modelCalls   *prometheus.CounterVec
+	failovers    *prometheus.CounterVec
 	tokens       *prometheus.CounterVec
 	toolCalls    *prometheus.CounterVec
 	toolErrors   *prometheus.CounterVec
 	deliveries   *prometheus.CounterVec
 	scheduleRuns *prometheus.CounterVec
 	storageFails *prometheus.CounterVec
+	modelTokens  *prometheus.CounterVec // by model and kind (budgets, issue 30)
+	refusals     *prometheus.CounterVec
 	storageOK    prometheus.Gauge
 }
 
@@ -52,8 +56,12 @@ func New() *Metrics {
 		turnSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "switchboard_turn_duration_seconds",
 			Help:    "Duration of agent turns, by channel.",
 			Buckets: []float64{.05, .1, .25, .5, 1, 2, 5, 10, 20, 40, 80}}, []string{"channel"}),
-		modelCalls: prometheus.NewCounter(prometheus.CounterOpts{Name: "switchboard_model_calls_total",
-			Help: "Model calls (each with its retries) made by agent turns."}),
+		modelCalls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchboard_model_calls_total",
+			Help: "Model calls (each with its retries), by endpoint (primary, fallback 1, …), model and outcome (ok, failed, refused, canceled)."},
+			[]string{"endpoint", "model", "outcome"}),
+		failovers: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchboard_model_failovers_total",
+			Help: "Model calls handed to the next endpoint after a transient failure, by the endpoint that failed and the one asked next."},
+			[]string{"from", "to"}),
 		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchboard_model_tokens_total",
 			Help: "Model tokens used, by kind (prompt, completion)."}, []string{"kind"}),
 		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchboard_tool_calls_total",
@@ -69,8 +77,13 @@ func New() *Metrics {
 		storageOK: prometheus.NewGauge(prometheus.GaugeOpts{Name: "switchboard_storage_healthy",
 			Help: "1 while writes to the data store work, 0 while they fail (messages then stay pending and are retried)."}),
 	}
+	m.modelTokens = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchboard_tokens_total",
+		Help: "Model tokens used by every turn (chat, job, heartbeat), by model and kind (prompt, completion)."}, []string{"model", "kind"})
+	m.refusals = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchboard_budget_refusals_total",
+		Help: "Model calls refused by llm.budget, by scope (chat: a chat's daily tokens, daily: everyone's)."}, []string{"scope"})
+	reg.MustRegister(m.modelTokens, m.refusals)
 	m.storageOK.Set(1)
-	reg.MustRegister(m.messagesIn, m.dropped, m.messagesOut, m.turns, m.turnSeconds, m.modelCalls, m.tokens,
+	reg.MustRegister(m.messagesIn, m.dropped, m.messagesOut, m.turns, m.turnSeconds, m.modelCalls, m.failovers, m.tokens,
 		m.toolCalls, m.toolErrors, m.deliveries, m.scheduleRuns, m.storageFails, m.storageOK)
 	return m
 }
@@ -102,7 +115,17 @@ func (m *Metrics) ChunkSent(channel string) { m.messagesOut.WithLabelValues(chan
 // Delivery counts a retried, failed or resent delivery.
 func (m *Metrics) Delivery(outcome string) { m.deliveries.WithLabelValues(outcome).Inc() }
 
-// TurnDone records a finished turn: its latency, model calls, tokens and tools.
+// ModelCall counts one endpoint asked by the agent (agent.Options.OnModelCall)
+// and, when it was asked after another failed, the failover.
+func (m *Metrics) ModelCall(c agent.ModelCall) {
+	m.modelCalls.WithLabelValues(c.Endpoint, c.Model, c.Outcome).Inc()
+	if c.From != "" {
+		m.failovers.WithLabelValues(c.From, c.Endpoint).Inc()
+	}
+}
+
+// TurnDone records a finished turn: its latency, tokens and tools (model
+// calls are counted as they happen: ModelCall).
 func (m *Metrics) TurnDone(channel string, res agent.Result, err error, d time.Duration) {
 	finish := string(res.FinishReason)
 	if err != nil {
@@ -117,8 +140,6 @@ func (m *Metrics) TurnDone(channel string, res agent.Result, err error, d time.D
 	m.tokens.WithLabelValues("completion").Add(float64(res.Usage.CompletionTokens))
 	for _, e := range res.Trace {
 		switch e.Kind {
-		case agent.TraceModel:
-			m.modelCalls.Inc()
 		case agent.TraceTool:
 			tool := e.Tool
 			if e.NoSuchTool {
@@ -163,3 +184,15 @@ func storageOpLabel(op string) string {
 	}
 	return "other"
 }
+
+// Tokens counts a turn's tokens per model (agent.Options.OnUsage).
+func (m *Metrics) Tokens(models []memory.ModelUsage) {
+	for _, u := range models {
+		m.modelTokens.WithLabelValues(u.Model, "prompt").Add(float64(u.Usage.PromptTokens))
+		m.modelTokens.WithLabelValues(u.Model, "completion").Add(float64(u.Usage.CompletionTokens))
+	}
+}
+
+// BudgetRefusal counts a model call refused by llm.budget ("chat" or
+// "daily"; no chat label: that would grow without bound).
+func (m *Metrics) BudgetRefusal(scope string) { m.refusals.WithLabelValues(scope).Inc() }

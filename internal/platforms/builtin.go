@@ -22,10 +22,13 @@ package platforms
 import (
 	"github.com/switchboard-bot/switchboard/channels/console"
 	"github.com/switchboard-bot/switchboard/channels/discord"
+	"github.com/switchboard-bot/switchboard/channels/email"
+	"github.com/switchboard-bot/switchboard/channels/matrix"
 	"github.com/switchboard-bot/switchboard/channels/platform"
 	"github.com/switchboard-bot/switchboard/channels/slack"
 	"github.com/switchboard-bot/switchboard/channels/telegram"
 	"github.com/switchboard-bot/switchboard/channels/web"
+	"github.com/switchboard-bot/switchboard/channels/whatsapp"
 )
 
 // Builtin is the registry of the platforms compiled in, in config.yaml's
@@ -35,5 +38,8 @@ var Builtin = platform.MustRegistry(
 	telegram.Platform,
 	discord.Platform,
 	slack.Platform,
+	matrix.Platform,
+	email.Platform,
+	whatsapp.Platform,
 	web.Platform,
 )

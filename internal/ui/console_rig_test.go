@@ -39,7 +39,7 @@ llm:
   model: fake-model
   timeout: 10s
   max_retries: 0
-agent:
+%LLMX%agent:
   tools: [current_time]
 %AGENT%access:
   mode: pairing
@@ -61,8 +61,10 @@ type cOptions struct {
 	Telegram bool
 	Extra    string // YAML appended to the config file
 	Agent    string // YAML lines added to the agent: section
-	Listen   string // server.listen; default 127.0.0.1:0
-	NoToken  bool   // no server.admin_token
+	// LLMSection is YAML lines added to the llm: section.
+	LLMSection string
+	Listen     string // server.listen; default 127.0.0.1:0
+	NoToken    bool   // no server.admin_token
 }
 
 type cRig struct {
@@ -108,7 +110,7 @@ func startConsole(t *testing.T, o cOptions) *cRig {
 	if o.NoToken {
 		token = ""
 	}
-	text := strings.NewReplacer("%LLM%", r.llm.URL, "%TG%", tg, "%TGURL%", tgURL, "%AGENT%", o.Agent,
+	text := strings.NewReplacer("%LLM%", r.llm.URL, "%TG%", tg, "%TGURL%", tgURL, "%AGENT%", o.Agent, "%LLMX%", o.LLMSection,
 		"%LISTEN%", o.Listen, "%TOKEN%", token).Replace(cConfig) + o.Extra
 	if err := os.WriteFile(r.path, []byte(text), 0o600); err != nil {
 		t.Fatal(err)

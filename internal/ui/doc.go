@@ -2,8 +2,9 @@
 // login with the admin token, the server-side login sessions, CSRF, the
 // security headers, and the pages — overview (channels, model, queue,
 // delivery, turn and latency charts, live over Server-Sent Events), chat
-// through the web channel, sessions, jobs, personas, config, pairing, audit
-// and waiting approvals. Pages are html/template, every asset (templates,
+// through the web channel, sessions, jobs, usage (tokens and money per day,
+// chat, model and persona from the store's usage book; usage.go), personas,
+// config, pairing, audit and waiting approvals. Pages are html/template, every asset (templates,
 // app.js, style.css) is embedded; there is no Node build step and no CDN.
 //
 // Departure: DESIGN.md §1 (layout and dependency line) names this package

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchboard-bot/switchboard/agent"
 	"github.com/switchboard-bot/switchboard/internal/config"
 )
 
@@ -15,6 +16,10 @@ type channelRow struct {
 	ChannelState
 	LastEvent time.Time
 }
+
+// recentTurns is how many of the last turns the overview lists with the
+// models that answered them.
+const recentTurns = 10
 
 type overviewData struct {
 	Channels         []channelRow
@@ -29,13 +34,18 @@ type overviewData struct {
 	DayTurns, DayL   template.HTML
 	Updated          time.Time
 	Cluster          *clusterView // nil on a single host
+	// Endpoints are the model endpoints (primary, fallbacks) and their
+	// state; Recent the last turns and the models that answered them.
+	Endpoints []agent.EndpointStatus
+	Recent    []TurnTrace
 }
 
 func (s *Server) overviewData(ctx context.Context) overviewData {
 	b := s.o.Backend
 	cfg := b.Config()
 	d := overviewData{Model: cfg.LLM.Model, Endpoint: config.RedactURL(cfg.LLM.BaseURL), KeySet: cfg.LLM.APIKey.IsSet(),
-		QueueDepth: b.QueueDepth(), Updated: s.o.Now(), Cluster: s.clusterData(ctx)}
+		QueueDepth: b.QueueDepth(), Updated: s.o.Now(), Cluster: s.clusterData(ctx), Endpoints: b.ModelEndpoints(),
+		Recent: s.o.Stats.RecentTurns(recentTurns)}
 	if d.Endpoint == "" {
 		d.Endpoint = "OpenAI"
 	}

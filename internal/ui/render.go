@@ -35,6 +35,10 @@ var funcs = template.FuncMap{
 	"nonzero":  func(t time.Time) bool { return !t.IsZero() },
 	"add":      func(a, b int) int { return a + b },
 	"pathname": func(p string) string { return path.Base(p) },
+	// usage.go
+	"thousands":    thousands,
+	"thousandsInt": func(n int) string { return thousands(int64(n)) },
+	"money":        money,
 }
 
 // newPageSet lists the pages of fsys (templates/*.html; layout.html and

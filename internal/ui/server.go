@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/switchboard-bot/switchboard/agent"
 	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/channels/hub"
 	"github.com/switchboard-bot/switchboard/channels/web"
@@ -64,6 +65,10 @@ type Backend interface {
 	// Cluster is the replicas and leases as the shared database sees them;
 	// ok is false on a single host (bolt), where the overview shows none.
 	Cluster(ctx context.Context) (st cluster.Status, ok bool, err error)
+	// ModelEndpoints is the state of the model endpoints (the primary and
+	// its fallbacks): up, down or cooling down, and which model answered
+	// last; URLs redacted, never a key.
+	ModelEndpoints() []agent.EndpointStatus
 }
 
 // Chat is the web channel the chat page talks through; *web.Adapter
@@ -202,6 +207,7 @@ func (s *Server) routes() {
 		"GET /ui/pairing":               s.pairingPage,
 		"POST /ui/pairing/{decision}":   s.pairingDecide,
 		"GET /ui/audit":                 s.auditPage,
+		"GET /ui/usage":                 s.usagePage,
 		"GET /ui/approvals":             s.approvalsPage,
 		"POST /ui/approvals/{decision}": s.approvalDecide,
 		"GET /ui/":                      http.NotFound,

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/switchboard-bot/switchboard/agent"
+	"github.com/switchboard-bot/switchboard/memory"
 )
 
 // Stats is the console's picture of recent activity, fed as a hub Observer:
@@ -38,10 +39,15 @@ type bucket struct {
 
 // TurnTrace is a finished turn's trace as the agent reported it.
 type TurnTrace struct {
+	ID       string
+	At       time.Time // when it finished
 	Channel  string
 	Finish   string
 	Duration time.Duration
 	Entries  []agent.TraceEntry
+	// Models are the models that answered the turn's calls, in order of
+	// first use (more than one after a failover).
+	Models []memory.ModelUsage
 }
 
 // NewStats returns empty stats; now may be nil (time.Now).
@@ -93,11 +99,24 @@ func (s *Stats) TurnDone(channel string, res agent.Result, err error, d time.Dur
 	}
 	// The turn's own trace, not a copy: the agent never changes it after the
 	// turn; clipped, so an append elsewhere cannot write into it.
-	s.traces[res.TurnID] = TurnTrace{Channel: channel, Finish: finish, Duration: d, Entries: slices.Clip(res.Trace)}
+	s.traces[res.TurnID] = TurnTrace{ID: res.TurnID, At: now, Channel: channel, Finish: finish, Duration: d,
+		Entries: slices.Clip(res.Trace), Models: slices.Clip(res.Models)}
 	for len(s.order) > maxTraces {
 		delete(s.traces, s.order[0])
 		s.order = s.order[1:]
 	}
+}
+
+// RecentTurns returns the last n finished turns of this process, newest
+// first (the overview's "which model answered").
+func (s *Stats) RecentTurns(n int) []TurnTrace {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []TurnTrace
+	for i := len(s.order) - 1; i >= 0 && len(out) < n; i-- {
+		out = append(out, s.traces[s.order[i]])
+	}
+	return out
 }
 
 // Trace returns the trace of turn id, if this process ran it recently.

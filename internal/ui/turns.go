@@ -14,6 +14,7 @@ type turnView struct {
 	Duration time.Duration
 	Finish   string
 	Usage    memory.Usage
+	Models   []memory.ModelUsage // the models that answered, in order of first use
 	Items    []itemView
 	Timeline []stepView
 	Traced   bool // the timeline is the agent's trace (else from message times)
@@ -56,7 +57,7 @@ func turnViews(turns []memory.Turn, stats *Stats) []turnView {
 }
 
 func turnViewOf(t memory.Turn, stats *Stats) turnView {
-	v := turnView{ID: t.ID, Started: t.Started, Finish: t.FinishReason, Usage: t.Usage}
+	v := turnView{ID: t.ID, Started: t.Started, Finish: t.FinishReason, Usage: t.Usage, Models: t.Models}
 	if !t.Ended.IsZero() {
 		v.Duration = t.Ended.Sub(t.Started)
 	}
@@ -83,6 +84,9 @@ func turnViewOf(t memory.Turn, stats *Stats) turnView {
 	}
 	if tr, ok := stats.Trace(t.ID); ok {
 		v.Timeline, v.Traced = traceSteps(tr.Entries, t.Started), true
+		if len(v.Models) == 0 {
+			v.Models = tr.Models
+		}
 		if v.Finish == "" {
 			v.Finish = tr.Finish
 		}

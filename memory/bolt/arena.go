@@ -119,7 +119,10 @@ func (a *txArena) put(b *bbolt.Bucket, seq uint64, enc func([]byte) ([]byte, err
 // Arena sizes: the records' text plus room for their fields; a short guess
 // costs one more allocation, never a wrong write.
 func turnArenaSize(t memory.Turn) int {
-	n := 512 + len(t.Answer)
+	n := 512 + len(t.Answer) + len(t.Persona) + len(t.Job)
+	for _, m := range t.Models {
+		n += 128 + len(m.Model) + len(m.Endpoint)
+	}
 	for _, m := range t.Messages {
 		n += 256 + len(m.Content) + len(m.Reasoning)
 		for _, tc := range m.ToolCalls {

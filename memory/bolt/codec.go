@@ -187,6 +187,24 @@ func appendStoredTurn(dst []byte, t *storedTurn) ([]byte, error) {
 	w.uint(t.First)
 	w.raw(`,"count":`)
 	w.int(t.Count)
+	w.optStr(`,"persona":`, t.Persona)
+	w.optStr(`,"job":`, t.Job)
+	if len(t.Models) > 0 {
+		w.raw(`,"models":[`)
+		for i := range t.Models {
+			if i > 0 {
+				w.raw(`,`)
+			}
+			m := &t.Models[i]
+			w.raw(`{"model":`)
+			w.str(m.Model)
+			w.optStr(`,"endpoint":`, m.Endpoint)
+			w.raw(`,"usage":`)
+			w.usage(m.Usage)
+			w.raw(`}`)
+		}
+		w.raw(`]`)
+	}
 	w.raw(`}`)
 	if w.bad {
 		return marshalFallback(dst, *t)

@@ -133,8 +133,12 @@ func TestCodecMatchesEncodingJSON(t *testing.T) {
 		{"message empty slices", &storedMessage{M: memory.Message{Role: memory.RoleUser, Media: []memory.MediaRef{}, ToolCalls: []memory.ToolCall{}}}},
 		{"turn zero", &storedTurn{}},
 		{"turn full", &storedTurn{Seq: 4, ID: "t4", Usage: memory.Usage{TotalTokens: -1}, Started: now, Ended: now.Add(time.Minute),
-			FinishReason: "stop", Sources: []uint64{1, 1 << 63}, Answer: "a", First: 10, Count: 4}},
+			FinishReason: "stop", Sources: []uint64{1, 1 << 63}, Answer: "a", First: 10, Count: 4,
+			Persona: "pirate <&>", Job: "daily-report", Models: []memory.ModelUsage{
+				{Model: "gpt-4o-mini", Endpoint: "primary", Usage: memory.Usage{PromptTokens: 1, CompletionTokens: 2, TotalTokens: 3}},
+				{Model: "llama\u2028", Usage: memory.Usage{PromptTokens: 4}}}}},
 		{"turn empty sources", &storedTurn{Sources: []uint64{}}},
+		{"turn empty models", &storedTurn{Models: []memory.ModelUsage{}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -39,6 +39,10 @@ type storedTurn struct {
 	Answer       string       `json:"answer,omitempty"`
 	First        uint64       `json:"first"`
 	Count        int          `json:"count"`
+	// Added with the usage book (issue 30); older records have none.
+	Persona string              `json:"persona,omitempty"`
+	Job     string              `json:"job,omitempty"`
+	Models  []memory.ModelUsage `json:"models,omitempty"`
 }
 
 func errEmptyKey(op string) error { return fmt.Errorf("memory: %s: empty session key", op) }
@@ -82,7 +86,8 @@ func appendTurnTx(tx *bbolt.Tx, a *txArena, key string, turn memory.Turn, now ti
 		return fmt.Errorf("turn sequence: %w", err)
 	}
 	st := storedTurn{Seq: tseq, ID: turn.ID, Usage: turn.Usage, Started: turn.Started, Ended: turn.Ended,
-		FinishReason: turn.FinishReason, Sources: turn.Sources, Answer: turn.Answer, Count: len(turn.Messages)}
+		FinishReason: turn.FinishReason, Sources: turn.Sources, Answer: turn.Answer, Count: len(turn.Messages),
+		Persona: turn.Persona, Job: turn.Job, Models: turn.Models}
 	for i, m := range turn.Messages {
 		seq, err := msgs.NextSequence()
 		if err != nil {
@@ -121,6 +126,9 @@ func appendTurnTx(tx *bbolt.Tx, a *txArena, key string, turn memory.Turn, now ti
 		return fmt.Errorf("encode %s: %w", kSessMeta, err2)
 	}
 	if err := sb.Put(kSessMeta, a.since(m)); err != nil {
+		return err
+	}
+	if err := addUsageTx(tx, memory.UsageRowsOf(key, turn, now)); err != nil {
 		return err
 	}
 	return markAnswered(tx, a, turn)
@@ -441,7 +449,8 @@ func readTurns(b *bbolt.Bucket) ([]memory.Turn, error) {
 			return err
 		}
 		out = append(out, memory.Turn{ID: st.ID, Messages: ms, Usage: st.Usage, Started: st.Started, Ended: st.Ended,
-			FinishReason: st.FinishReason, Sources: st.Sources, Answer: st.Answer})
+			FinishReason: st.FinishReason, Sources: st.Sources, Answer: st.Answer,
+			Models: st.Models, Persona: st.Persona, Job: st.Job})
 		return nil
 	})
 	if err != nil {

@@ -36,6 +36,10 @@
 //	runs/<job>/<seq>          JobRun; IDs come from runs' own sequence (unique across jobs)
 //	audit/<seq>               AuditRecord
 //	kv/<key>                  raw bytes
+//	usage/<day>\x00<chat>\x00<persona>\x00<job>\x00<model>
+//	                          16 bytes: prompt and completion tokens (big-endian
+//	                          uint64); plus the totals <day> and <day>\x00<chat>
+//	                          (one Get each for the budget gate; usage.go)
 //
 // # Design decisions
 //
@@ -142,9 +146,10 @@ var (
 	bRuns       = []byte("runs")
 	bAudit      = []byte("audit")
 	bKV         = []byte("kv")
+	bUsage      = []byte("usage")
 
 	topBuckets = [][]byte{bMeta, bSessions, bArchives, bNotes, bDedup, bDedupExp,
-		bInbox, bOutbox, bOutboxTurn, bJobs, bRuns, bAudit, bKV}
+		bInbox, bOutbox, bOutboxTurn, bJobs, bRuns, bAudit, bKV, bUsage}
 
 	kSchema  = []byte("schema")
 	kCreated = []byte("created")

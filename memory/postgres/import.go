@@ -25,6 +25,8 @@ type Import struct {
 	Runs     []memory.JobRun
 	Audit    []memory.AuditRecord
 	KV       map[string][]byte
+	// Usage is the usage book (memory.UsageBook rows).
+	Usage []memory.UsageRow
 }
 
 // ImportSession is one session: its metadata (Archived is derived from
@@ -45,7 +47,7 @@ type DedupRecord struct {
 }
 
 // tables lists every data table, for emptiness checks and --force.
-var tables = []string{"sessions", "archives", "turns", "dedup", "inbox", "outbox", "notes", "jobs", "runs", "audit", "kv"}
+var tables = []string{"sessions", "archives", "turns", "dedup", "inbox", "outbox", "notes", "jobs", "runs", "audit", "kv", "usage_daily"}
 
 // Empty reports whether the database holds no record at all.
 func (s *Store) Empty(ctx context.Context) (bool, error) {
@@ -72,7 +74,7 @@ func (s *Store) Empty(ctx context.Context) (bool, error) {
 func (s *Store) Import(ctx context.Context, d Import, replace bool) error {
 	return s.tx(ctx, "import", func(tx pgx.Tx) error {
 		if replace {
-			if _, err := tx.Exec(ctx, `TRUNCATE sessions, archives, turns, dedup, inbox, outbox, notes, jobs, runs, audit, kv RESTART IDENTITY`); err != nil {
+			if _, err := tx.Exec(ctx, `TRUNCATE sessions, archives, turns, dedup, inbox, outbox, notes, jobs, runs, audit, kv, usage_daily RESTART IDENTITY`); err != nil {
 				return fmt.Errorf("empty the database: %w", err)
 			}
 		}
@@ -80,7 +82,7 @@ func (s *Store) Import(ctx context.Context, d Import, replace bool) error {
 			name string
 			fn   func(context.Context, pgx.Tx, Import) error
 		}{
-			{"sessions", importSessions}, {"records", importRecords}, {"jobs", importJobs},
+			{"sessions", importSessions}, {"records", importRecords}, {"jobs", importJobs}, {"usage", importUsage},
 		}
 		for _, st := range steps {
 			if err := st.fn(ctx, tx, d); err != nil {
@@ -125,10 +127,14 @@ func importSessions(ctx context.Context, tx pgx.Tx, d Import) error {
 			if len(t.Sources) > 0 {
 				sources = ids(t.Sources)
 			}
+			models, err := encodeModels(t.Models)
+			if err != nil {
+				return fmt.Errorf("turn %q: %w", t.ID, err)
+			}
 			turnID++
 			turns = append(turns, []any{turnID, sessionID, archive, t.ID, nullTime(t.Started), nullTime(t.Ended), t.FinishReason,
 				int64(t.Usage.PromptTokens), int64(t.Usage.CompletionTokens), int64(t.Usage.TotalTokens), sources, clean(t.Answer),
-				int32(len(t.Messages)), string(msgs)})
+				int32(len(t.Messages)), string(msgs), clean(t.Persona), clean(t.Job), models})
 		}
 		return nil
 	}
@@ -164,7 +170,8 @@ func importSessions(ctx context.Context, tx pgx.Tx, d Import) error {
 		return err
 	}
 	return copyRows(ctx, tx, "turns", []string{"id", "session_id", "archive_id", "turn_id", "started", "ended", "finish_reason",
-		"prompt_tokens", "completion_tokens", "total_tokens", "sources", "answer", "n_messages", "messages"}, turns)
+		"prompt_tokens", "completion_tokens", "total_tokens", "sources", "answer", "n_messages", "messages",
+		"persona", "job", "models"}, turns)
 }
 
 func importRecords(ctx context.Context, tx pgx.Tx, d Import) error {
@@ -238,4 +245,12 @@ func importJobs(ctx context.Context, tx pgx.Tx, d Import) error {
 		rows = append(rows, []any{int64(r.ID), r.Job, nullTime(r.Scheduled), nullTime(r.Started), nullTime(r.Finished), r.Status, clean(r.Error), deliveries})
 	}
 	return copyRows(ctx, tx, "runs", []string{"id", "job", "scheduled", "started", "finished", "status", "error", "deliveries"}, rows)
+}
+
+func importUsage(ctx context.Context, tx pgx.Tx, d Import) error {
+	var rows [][]any
+	for _, r := range d.Usage {
+		rows = append(rows, []any{clean(r.Day), clean(r.Chat), clean(r.Persona), clean(r.Job), clean(r.Model), r.PromptTokens, r.CompletionTokens})
+	}
+	return copyRows(ctx, tx, "usage_daily", []string{"day", "chat", "persona", "job", "model", "prompt_tokens", "completion_tokens"}, rows)
 }

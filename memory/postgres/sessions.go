@@ -73,14 +73,21 @@ func appendTurnTx(ctx context.Context, tx pgx.Tx, key string, turn memory.Turn, 
 	if len(turn.Sources) > 0 {
 		sources = ids(turn.Sources)
 	}
+	models, err := encodeModels(turn.Models)
+	if err != nil {
+		return err
+	}
 	_, err = tx.Exec(ctx, `INSERT INTO turns (session_id, turn_id, started, ended, finish_reason,
-			prompt_tokens, completion_tokens, total_tokens, sources, answer, n_messages, messages)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+			prompt_tokens, completion_tokens, total_tokens, sources, answer, n_messages, messages, persona, job, models)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
 		sessionID, turn.ID, nullTime(turn.Started), nullTime(turn.Ended), turn.FinishReason,
 		turn.Usage.PromptTokens, turn.Usage.CompletionTokens, turn.Usage.TotalTokens,
-		sources, clean(turn.Answer), len(turn.Messages), string(msgs))
+		sources, clean(turn.Answer), len(turn.Messages), string(msgs), clean(turn.Persona), clean(turn.Job), models)
 	if err != nil {
 		return fmt.Errorf("write turn: %w", err)
+	}
+	if err := addUsageTx(ctx, tx, memory.UsageRowsOf(key, turn, now)); err != nil {
+		return err
 	}
 	if len(turn.Sources) > 0 {
 		// Items already removed with InboxDone are simply not there.
@@ -296,17 +303,22 @@ func (s *Store) SetSessionPersona(ctx context.Context, key, persona string) erro
 
 // turnColumns select a Turn from turns t.
 const turnColumns = `t.turn_id, t.started, t.ended, t.finish_reason, t.prompt_tokens, t.completion_tokens,
-	t.total_tokens, t.sources, t.answer, t.messages`
+	t.total_tokens, t.sources, t.answer, t.messages, t.persona, t.job, t.models`
 
 func scanTurn(r pgx.CollectableRow) (memory.Turn, error) {
 	var t memory.Turn
 	var started, ended *time.Time
 	var sources []int64
-	var raw []byte
+	var raw, models []byte
 	err := r.Scan(&t.ID, &started, &ended, &t.FinishReason, &t.Usage.PromptTokens, &t.Usage.CompletionTokens,
-		&t.Usage.TotalTokens, &sources, &t.Answer, &raw)
+		&t.Usage.TotalTokens, &sources, &t.Answer, &raw, &t.Persona, &t.Job, &models)
 	if err != nil {
 		return memory.Turn{}, err
+	}
+	if len(models) > 0 {
+		if err := json.Unmarshal(models, &t.Models); err != nil {
+			return memory.Turn{}, fmt.Errorf("decode models of turn %q: %w", t.ID, err)
+		}
 	}
 	t.Started, t.Ended, t.Sources = fromNull(started), fromNull(ended), fromIDs(sources)
 	if err := json.Unmarshal(raw, &t.Messages); err != nil {

@@ -61,6 +61,7 @@ func Run(t *testing.T, open Factory) {
 		{"AuditFilter", h.testAuditFilter},
 		{"JobsAndRuns", h.testJobsAndRuns},
 		{"Prune", h.testPrune},
+		{"UsageBook", h.testUsageBook},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, tc.fn)

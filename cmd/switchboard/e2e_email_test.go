@@ -1,0 +1,233 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/switchboard-bot/switchboard/internal/testkit"
+	"github.com/switchboard-bot/switchboard/internal/testkit/dovecottest"
+	"github.com/switchboard-bot/switchboard/internal/testkit/fakellm"
+	"github.com/switchboard-bot/switchboard/internal/testkit/fakesmtp"
+)
+
+// emailDaemon is the built binary reading a dovecot mailbox.
+type emailDaemon struct {
+	cmd  *exec.Cmd
+	logs *emailLog
+	done chan struct{}
+}
+
+type emailLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *emailLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *emailLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// startEmailDaemon runs `switchboard run`, waits for /readyz and, when
+// logLine is set, for that line in its log.
+func startEmailDaemon(t *testing.T, env []string, cfg, addr, logLine string) *emailDaemon {
+	t.Helper()
+	d := &emailDaemon{cmd: exec.Command(binPath, "--config", cfg, "run"), logs: &emailLog{}, done: make(chan struct{})}
+	d.cmd.Env = env
+	d.cmd.Stderr = d.logs
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = d.cmd.Wait(); close(d.done) }()
+	t.Cleanup(func() { d.stop() })
+	deadline := time.Now().Add(waitHang)
+	for {
+		ready := false
+		if resp, err := http.Get("http://" + addr + "/readyz"); err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			ready = resp.StatusCode == 200
+		}
+		if ready && strings.Contains(d.logs.String(), logLine) {
+			return d
+		}
+		select {
+		case <-d.done:
+			t.Fatalf("the daemon exited; log:\n%s", d.logs.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("daemon not ready; log:\n%s", d.logs.String())
+		}
+	}
+}
+
+func (d *emailDaemon) stop() {
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	<-d.done
+}
+
+func (d *emailDaemon) kill() {
+	_ = d.cmd.Process.Kill()
+	<-d.done
+}
+
+// Issue 33: the built binary answers email — an authenticated sender's
+// mail once, in its thread; a stranger, a forged sender and an auto-reply
+// not at all; the mail already in the mailbox at the first start not at
+// all — accepts email targets in deliver_to and personas.by_target, checks
+// both servers' credentials in doctor, and a kill in the middle of a turn
+// loses and doubles nothing: the turn is replayed, the mail that arrived
+// while it was down is answered, each once.
+func TestBinaryEmail(t *testing.T) {
+	const (
+		bot      = "bot@example.com"
+		ada      = "ada@example.org"
+		eve      = "eve@example.net"
+		password = "mail-secret-e2e-42"
+		servID   = "mx.example.com"
+	)
+	imap := dovecottest.Start(t, dovecottest.User{Name: "bot", Password: password})
+	smtp := fakesmtp.Start(t, fakesmtp.Options{Username: bot, Password: password})
+	var stalled atomic.Bool
+	llm := fakellm.Start(t, func(r *fakellm.Request) fakellm.Response {
+		text := r.LastUserText()
+		if strings.Contains(text, "slow question") && stalled.CompareAndSwap(false, true) {
+			return fakellm.Response{Content: "a long answer that never ends", StallAfter: 1}
+		}
+		return fakellm.Response{Content: "echo: " + text}
+	})
+	var seq atomic.Int64
+	deliver := func(from, text string, extra ...string) string {
+		t.Helper()
+		id := fmt.Sprintf("e2e%d@%s", seq.Add(1), strings.SplitN(from, "@", 2)[1])
+		_, dom, _ := strings.Cut(from, "@")
+		hdr := fmt.Sprintf("Authentication-Results: %s; dkim=pass header.d=%s; dmarc=pass header.from=%s\r\n", servID, dom, dom)
+		for _, e := range extra {
+			if e == "forged" {
+				hdr = ""
+				continue
+			}
+			hdr += e + "\r\n"
+		}
+		raw := fmt.Sprintf("%sFrom: <%s>\r\nTo: <%s>\r\nSubject: e2e\r\nMessage-ID: <%s>\r\nDate: %s\r\n\r\n%s\r\n",
+			hdr, from, bot, id, time.Now().Format(time.RFC1123Z), text)
+		imap.Append(t, "bot", "INBOX", []byte(raw))
+		return id
+	}
+	deliver(ada, "old mail in the backlog")
+
+	addr := freePort(t)
+	cfg := writeConfig(t, fmt.Sprintf(`bot:
+  data_dir: ./data
+llm:
+  base_url: %s
+  api_key: ${SB_E2E_KEY}
+access:
+  mode: allowlist
+  allow_from: ["email:user:%s"]
+personas:
+  dir: ./personas
+  by_target: {"email:%s": assistant}
+channels:
+  console:
+    enabled: false
+  email:
+    enabled: true
+    address: %s
+    imap: {url: "%s", username: bot}
+    smtp: {url: "%s"}
+    authserv_id: %s
+jobs:
+  - name: email-note
+    schedule: "0 9 * * *"
+    kind: reminder
+    text: Stand-up soon
+    deliver_to: ["email:ops@example.org"]
+server:
+  listen: %s
+`, llm.URL, ada, ada, bot, imap.URL(), smtp.URL(), servID, addr))
+	env := cleanEnv("SB_E2E_KEY="+e2eKey, "EMAIL_PASSWORD="+password)
+
+	doc := runBin(t, env, "--config", cfg, "doctor")
+	out := doc.stdout + doc.stderr
+	if !strings.Contains(out, "IMAP at "+imap.URL()+": logged in as bot") || !strings.Contains(out, "SMTP at "+smtp.URL()+": authenticated as "+bot) {
+		t.Errorf("doctor does not check the email credentials:\n%s", out)
+	}
+	noSecret(t, doc, password)
+
+	d := startEmailDaemon(t, env, cfg, addr, "first start on this mailbox")
+	answers := func(text string) int {
+		n := 0
+		for _, m := range smtp.Messages() {
+			if strings.Contains(m.Text, "echo: "+text) {
+				n++
+			}
+		}
+		return n
+	}
+	wait := func(what string, cond func() bool) {
+		t.Helper()
+		testkit.WaitUntil(t, waitHang, 20*time.Millisecond, what, func() (bool, <-chan struct{}) { return cond(), nil })
+	}
+
+	first := deliver(ada, "hello bot")
+	wait("the answer to hello", func() bool { return answers("hello bot") > 0 })
+	deliver(eve, "stranger asks")
+	deliver(ada, "forged ada", "forged")
+	deliver(ada, "out of office", "Auto-Submitted: auto-replied")
+
+	// A kill in the middle of a turn.
+	deliver(ada, "slow question")
+	wait("the model to be asked the slow question", func() bool {
+		for _, r := range llm.Requests() {
+			if strings.Contains(r.LastUserText(), "slow question") {
+				return true
+			}
+		}
+		return false
+	})
+	d.kill()
+	deliver(ada, "while down")
+	startEmailDaemon(t, env, cfg, addr, "")
+	wait("the replayed and the new answer", func() bool { return answers("slow question") > 0 && answers("while down") > 0 })
+	deliver(ada, "last one")
+	wait("the last answer", func() bool { return answers("last one") > 0 })
+
+	for _, s := range []string{"hello bot", "slow question", "while down", "last one"} {
+		if n := answers(s); n != 1 {
+			t.Errorf("%q was answered %d times, want once", s, n)
+		}
+	}
+	for _, s := range []string{"old mail in the backlog", "stranger asks", "forged ada", "out of office"} {
+		if n := answers(s); n != 0 {
+			t.Errorf("%q was answered %d times, want never", s, n)
+		}
+	}
+	for _, m := range smtp.Messages() {
+		if len(m.To) != 1 || m.To[0] != ada {
+			t.Errorf("a mail went to %v", m.To)
+		}
+		if strings.Contains(m.Text, "echo: hello bot") && m.Header.Get("In-Reply-To") != "<"+first+">" {
+			t.Errorf("the answer to hello is not a reply to it: In-Reply-To %q", m.Header.Get("In-Reply-To"))
+		}
+	}
+	if strings.Contains(d.logs.String(), password) {
+		t.Error("the password appears in the daemon's log")
+	}
+	t.Logf("%d mails sent", len(smtp.Messages()))
+}
