@@ -83,6 +83,8 @@
 //     mode: a stranger's direct invite is joined so the pairing code can be
 //     sent; a group invite needs the inviter allowed). Joined when admitted,
 //     declined (leave) otherwise, and declined when the sink cannot tell.
+//     The invite state is the inviting server's, unsigned: an invite whose
+//     state names two different inviters (one forged) is declined.
 //   - Encrypted rooms: end-to-end encryption is not implemented (config
 //     encryption: true is refused). The first m.room.encrypted event in a
 //     room gets one plain notice (EncryptedNotice), remembered in KV so it is

@@ -261,7 +261,7 @@ func (a *Adapter) download(ctx context.Context, roomID, eventID string, c *msgCo
 func (a *Adapter) handleInvite(ctx context.Context, sink channels.Sink, roomID string, r invitedRoom) error {
 	self := a.selfID()
 	var inviter string
-	var direct bool
+	var direct, conflict bool
 	for _, raw := range r.InviteState.Events {
 		var ev rawEvent
 		if json.Unmarshal(raw, &ev) != nil || ev.Type != "m.room.member" || ev.StateKey == nil || *ev.StateKey != self {
@@ -272,6 +272,11 @@ func (a *Adapter) handleInvite(ctx context.Context, sink channels.Sink, roomID s
 			IsDirect   bool   `json:"is_direct"`
 		}
 		if json.Unmarshal(ev.Content, &c) == nil && c.Membership == "invite" {
+			if inviter != "" && inviter != ev.Sender {
+				// Stripped state is the inviting server's, unsigned: two
+				// inviters mean one is forged, and which is unknowable.
+				conflict = true
+			}
 			inviter, direct = ev.Sender, c.IsDirect
 		}
 	}
@@ -279,7 +284,9 @@ func (a *Adapter) handleInvite(ctx context.Context, sink channels.Sink, roomID s
 		return nil // not an invite of ours (or already answered)
 	}
 	admitted := false
-	if ad, ok := sink.(channels.Admitter); ok {
+	if conflict {
+		a.log.Warn("invite declined: its state names more than one inviter (forged by the inviting server?)", "room", roomID)
+	} else if ad, ok := sink.(channels.Admitter); ok {
 		var err error
 		if admitted, err = ad.Admits(ctx, Name, inviter, direct); err != nil {
 			return err

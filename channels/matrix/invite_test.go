@@ -118,3 +118,28 @@ func TestDirectRoomTurnedGroup(t *testing.T) {
 		t.Error("IsDirect says a three-member room is direct (the heartbeat would greet it)")
 	}
 }
+
+// An invite's stripped state comes from the inviting server unsigned: a
+// hostile server can add a second m.room.member "invite" of the bot naming
+// an allowed user as its sender. An invite naming two inviters is declined.
+func TestInviteWithForgedStrippedState(t *testing.T) {
+	fake := newFake(t, fakematrix.Options{})
+	a, err := New(testOptions(fake, nil, &syncBuffer{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := newRecorder()
+	rec.admit = func(_, user string, _ bool) bool { return user == alice }
+	running(t, a, admitter{rec})
+	bot := fake.UserID()
+	forged, _ := json.Marshal(map[string]any{"type": "m.room.member", "sender": alice, "state_key": bot,
+		"content": map[string]any{"membership": "invite"}})
+	fake.InviteWithState("!trap:evil.test", "@mallory:evil.test", false, forged)
+	fake.Invite("!fine:fake.test", alice, false)
+	fake.WaitFor(t, waitLong, "both invites answered", func() bool {
+		return fake.Left("!trap:evil.test") && fake.Joined("!fine:fake.test") || fake.Joined("!trap:evil.test")
+	})
+	if fake.Joined("!trap:evil.test") {
+		t.Error("the bot joined a stranger's room on a forged invite naming an allowed user")
+	}
+}

@@ -37,6 +37,8 @@ var Platform = platform.Descriptor{
 	Runners:     runners,
 	Hint:        "Matrix: your Markdown is shown as HTML; bold, italic, code, code blocks, links, quotes and simple lists work; no tables.",
 	Doctor:      []platform.Check{{Name: Name, Net: true, Run: doctorWhoami}},
+	ChatID:      checkChatID,
+	UserID:      checkUserID,
 }
 
 func validate(s platform.Section, _ platform.Env, v *platform.Checker) {

@@ -103,6 +103,14 @@ type Descriptor struct {
 	WebhookMode func(s Section) string
 	// Doctor lists the platform's checks (run when the section is enabled).
 	Doctor []Check
+	// ChatID, when set, checks the platform's own id syntax of a target's
+	// chat id and thread id ("" when absent) as the operator writes them in
+	// config.yaml; the error says how to write the address instead. nil =
+	// any id (Registry.CheckTarget).
+	ChatID func(chatID, threadID string) error
+	// UserID, when set, checks the platform's user id syntax (the part after
+	// "<channel>:user:"), as ChatID does for targets.
+	UserID func(id string) error
 	// WebhookDoctor, when set, checks the webhook setup of an enabled
 	// section in a webhook mode (WebhookMode non-empty); its findings join
 	// doctor's one "webhooks" check, in registry order.

@@ -52,8 +52,11 @@
 //     counts as Mentioned.
 //   - Message types: text; image, sticker, audio (voice notes too), video and
 //     document go to Media (GET /{media-id} for the URL, then the URL with
-//     the bearer token; at most MaxMediaBytes, checked before and while
-//     downloading; the sha256 WhatsApp gives is verified), their caption to
+//     the bearer token, only over HTTPS or to the api_url's own host, and
+//     never following a redirect: a 3xx drops the attachment, so no request
+//     and no token reach the redirect's target; at most MaxMediaBytes,
+//     checked before and while downloading; the sha256 WhatsApp gives is
+//     verified), their caption to
 //     Text; button and interactive replies as their title; a location as
 //     text. A download the platform refuses (4xx, too large, bad checksum)
 //     drops the attachment and says so in Text, so the user gets an answer;
@@ -161,6 +164,11 @@ type Adapter struct {
 	opts Options
 	log  *slog.Logger
 	base string // <APIURL>/<APIVersion>
+	// media is HTTPClient that never follows a redirect: a media URL
+	// answering 3xx is a dropped attachment, so neither the bearer token
+	// nor a request reaches a host the URL redirects to (an internal
+	// service, the daemon's own admin API).
+	media *http.Client
 
 	ready   atomic.Bool
 	running atomic.Bool
@@ -211,11 +219,14 @@ func New(opts Options) (*Adapter, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	media := *opts.HTTPClient
+	media.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	return &Adapter{
-		opts: opts,
-		log:  opts.Logger.With("channel", Name),
-		base: strings.TrimRight(opts.APIURL, "/") + "/" + APIVersion,
-		last: map[string]string{},
+		opts:  opts,
+		log:   opts.Logger.With("channel", Name),
+		base:  strings.TrimRight(opts.APIURL, "/") + "/" + APIVersion,
+		media: &media,
+		last:  map[string]string{},
 	}, nil
 }
 

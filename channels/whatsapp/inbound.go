@@ -315,7 +315,7 @@ func (c *Adapter) download(ctx context.Context, ref *mediaRef) (channels.Media, 
 		return channels.Media{}, &droppedError{"WhatsApp gave an unusable media URL"}
 	}
 	req.Header.Set("Authorization", "Bearer "+c.opts.AccessToken)
-	resp, err := c.opts.HTTPClient.Do(req)
+	resp, err := c.media.Do(req)
 	if err != nil {
 		return channels.Media{}, fmt.Errorf("media download: %w", scrubURLError(err))
 	}

@@ -2,8 +2,11 @@ package whatsapp
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"regexp"
 	"sort"
+	"strings"
 
 	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/channels/platform"
@@ -61,6 +64,30 @@ var Platform = platform.Descriptor{
 	},
 	Doctor:        []platform.Check{{Name: Name, Net: true, Run: doctorAPI}},
 	WebhookDoctor: doctorWebhook,
+	ChatID: func(chatID, threadID string) error {
+		if threadID != "" {
+			return errors.New("WhatsApp chats have no threads: write whatsapp:+<number>")
+		}
+		return checkNumber(chatID, "whatsapp:")
+	},
+	UserID: func(id string) error { return checkNumber(id, "whatsapp:user:") },
+}
+
+// e164RE is a WhatsApp chat or user id as the adapter writes it: the E.164
+// number with its '+'.
+var e164RE = regexp.MustCompile(`^\+[1-9][0-9]{6,14}$`)
+
+// checkNumber refuses a chat or user id the adapter never produces, so an
+// address in config.yaml cannot silently miss its chat: "4915112345678"
+// (the webhook's wa_id form) is refused with the '+' form to write.
+func checkNumber(id, prefix string) error {
+	if e164RE.MatchString(id) {
+		return nil
+	}
+	if d := digitsOnly(id); d != "" && e164RE.MatchString("+"+d) && strings.Trim(id, "0123456789+ -()") == "" {
+		return fmt.Errorf("a WhatsApp number is written in E.164 form with its '+' and digits only: write %s+%s", prefix, d)
+	}
+	return fmt.Errorf("a WhatsApp chat is the user's phone number in E.164 form ('+', country code, number), e.g. %s+4915112345678", prefix)
 }
 
 // Purposes a template may be configured for.

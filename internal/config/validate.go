@@ -124,7 +124,7 @@ func (v *validator) persona(key, name string) {
 
 func (v *validator) targets(key string, list []string) {
 	for i, t := range list {
-		if err := channels.CheckTarget(t, v.c.Platforms().Names()); err != nil {
+		if err := v.c.Platforms().CheckTarget(t); err != nil {
 			v.fail(fmt.Sprintf("%s[%d]", key, i), "%v", err)
 		}
 	}
@@ -132,11 +132,18 @@ func (v *validator) targets(key string, list []string) {
 
 // principals checks entries that may be user ids or targets.
 func (v *validator) principals(key string, list []string) {
+	reg := v.c.Platforms()
 	for i, p := range list {
-		if channels.CheckUserID(p, v.c.Platforms().Names()) == nil || channels.CheckTarget(p, v.c.Platforms().Names()) == nil {
-			continue
+		uerr, terr := reg.CheckUserID(p), reg.CheckTarget(p)
+		switch {
+		case uerr == nil || terr == nil:
+		case channels.CheckUserID(p, reg.Names()) == nil: // a user id the platform would not write
+			v.fail(fmt.Sprintf("%s[%d]", key, i), "%v", uerr)
+		case channels.CheckTarget(p, reg.Names()) == nil: // a target the platform would not write
+			v.fail(fmt.Sprintf("%s[%d]", key, i), "%v", terr)
+		default:
+			v.fail(fmt.Sprintf("%s[%d]", key, i), "%q is neither a user id (\"telegram:user:42\") nor a target (\"telegram:12345\")", truncate(p, 60))
 		}
-		v.fail(fmt.Sprintf("%s[%d]", key, i), "%q is neither a user id (\"telegram:user:42\") nor a target (\"telegram:12345\")", truncate(p, 60))
 	}
 }
 
@@ -280,7 +287,7 @@ func (v *validator) personas() {
 	v.persona("personas.default", p.Default)
 	for _, t := range sortedKeys(p.ByTarget) {
 		key := "personas.by_target." + t
-		if err := channels.CheckTarget(t, v.c.Platforms().Names()); err != nil {
+		if err := v.c.Platforms().CheckTarget(t); err != nil {
 			v.fail(key, "%v", err)
 		}
 		v.persona(key, p.ByTarget[t])
@@ -424,6 +431,17 @@ func (v *validator) logAndRetention() {
 	// database and a slow query would cost the lease.
 	if l := v.c.Cluster.LeaseTTL; l < time.Second {
 		v.fail("cluster.lease_ttl", "%s is too short: at least 1s (default 15s)", l)
+	}
+	v.tasks()
+}
+
+// tasks checks the limits of background tasks (tasks:).
+func (v *validator) tasks() {
+	t := v.c.Tasks
+	v.positive("tasks.max_per_chat", t.MaxPerChat)
+	v.positive("tasks.max_running", t.MaxRunning)
+	if t.MaxDuration < time.Second {
+		v.fail("tasks.max_duration", "%s is too short: at least 1s (default 30m)", t.MaxDuration)
 	}
 }
 

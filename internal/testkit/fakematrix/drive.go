@@ -50,6 +50,18 @@ func (s *Server) Invite(roomID, inviter string, isDirect bool) {
 	s.notifyLocked()
 }
 
+// InviteWithState is Invite with stripped state events the inviting
+// (possibly hostile, federated) server adds to the invite.
+func (s *Server) InviteWithState(roomID, inviter string, isDirect bool, stripped ...json.RawMessage) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rooms[roomID] == nil {
+		s.rooms[roomID] = &room{id: roomID, members: []string{inviter}}
+	}
+	s.stream = append(s.stream, entry{kind: "invite", room: roomID, inviter: inviter, direct: isDirect, stripped: stripped})
+	s.notifyLocked()
+}
+
 // Join makes user a member of roomID (an m.room.member join event).
 func (s *Server) Join(roomID, user string) {
 	s.mu.Lock()

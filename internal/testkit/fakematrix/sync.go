@@ -15,7 +15,11 @@ type entry struct {
 	event   json.RawMessage // timeline: the client event (without room_id)
 	inviter string          // invite
 	direct  bool            // invite: is_direct
-	acct    string          // account: the type
+	// invite: stripped state the inviting server sent along, placed after
+	// the invite event (the spec fixes no order; a remote server chooses
+	// these events freely, they carry no signature)
+	stripped []json.RawMessage
+	acct     string // account: the type
 }
 
 // event is a client event as /sync returns it.
@@ -63,7 +67,7 @@ type syncRoom struct {
 
 type inviteRoom struct {
 	InviteState struct {
-		Events []event `json:"events"`
+		Events []json.RawMessage `json:"events"`
 	} `json:"invite_state"`
 }
 
@@ -143,7 +147,8 @@ func (s *Server) buildSyncLocked(since int, initial bool) syncResp {
 			ir := &inviteRoom{}
 			bot := s.opts.UserID
 			content, _ := json.Marshal(map[string]any{"membership": "invite", "is_direct": e.direct, "displayname": s.opts.DisplayName})
-			ir.InviteState.Events = []event{{Type: "m.room.member", Sender: e.inviter, StateKey: &bot, Content: content, EventID: "", TS: time.Now().UnixMilli()}}
+			ir.InviteState.Events = []json.RawMessage{mustJSON(event{Type: "m.room.member", Sender: e.inviter, StateKey: &bot, Content: content, EventID: "", TS: time.Now().UnixMilli()})}
+			ir.InviteState.Events = append(ir.InviteState.Events, e.stripped...)
 			resp.Rooms.Invite[e.room] = ir
 		case "account":
 			seenAcct[e.acct] = true
@@ -211,4 +216,12 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request, _ []byte) {
 		resp["end"] = token(end)
 	}
 	writeJSON(w, 200, resp)
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }

@@ -62,6 +62,10 @@ type Options struct {
 	// MediaURL, when set, is the base of the media URLs GET /{media-id}
 	// returns instead of the fake's own (a CDN host; default the fake).
 	MediaURL string
+	// MediaRedirect, when set, makes every media download answer 302 to
+	// this URL (a CDN redirecting, or an attacker aiming at an internal
+	// service).
+	MediaRedirect string
 }
 
 // Sent is a message the bot sent, as the fake accepted it.
@@ -366,6 +370,10 @@ func (s *Server) serveDownload(w http.ResponseWriter, r *http.Request, id string
 	s.count("GET download")
 	if r.Header.Get("Authorization") != "Bearer "+s.opts.AccessToken {
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
+		return
+	}
+	if s.opts.MediaRedirect != "" {
+		http.Redirect(w, r, s.opts.MediaRedirect, http.StatusFound)
 		return
 	}
 	s.mu.Lock()
