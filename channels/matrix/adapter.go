@@ -194,6 +194,9 @@ type Adapter struct {
 	sent     map[string]bool            // event ids this process sent (replies to the bot)
 	sentFIFO []string
 	noticed  map[string]bool // rooms told about encryption
+
+	saltMu sync.Mutex
+	salt   string // this store's transaction-id salt (txnSalt)
 }
 
 var (

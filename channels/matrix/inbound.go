@@ -343,7 +343,7 @@ func (a *Adapter) encryptedNotice(ctx context.Context, roomID string) error {
 	cctx, cancel := context.WithTimeout(ctx, a.opts.RequestTimeout)
 	defer cancel()
 	_, err := a.cli.SendMessageEvent(cctx, id.RoomID(roomID), eventMessage, content,
-		mautrix.ReqSendEvent{TransactionID: txnID("e2ee-notice/" + roomID)})
+		mautrix.ReqSendEvent{TransactionID: txnID("", "e2ee-notice/"+roomID)})
 	if err != nil && !isClientError(err) {
 		return fmt.Errorf("encrypted-room notice: %w", err)
 	}

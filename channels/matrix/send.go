@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"html"
 	"net/http"
 	"strconv"
@@ -141,9 +142,13 @@ func (a *Adapter) Send(ctx context.Context, out channels.Outgoing) (string, erro
 		c["m.relates_to"] = map[string]any{"m.in_reply_to": map[string]any{"event_id": out.ReplyTo}}
 	}
 	idempotent := out.Nonce != ""
-	txn := txnID(out.Nonce)
-	if !idempotent {
-		txn = randomTxn()
+	txn := randomTxn()
+	if idempotent {
+		salt, err := a.txnSalt(ctx)
+		if err != nil {
+			return "", channels.Temporary(fmt.Errorf("matrix: send: %w", err))
+		}
+		txn = txnID(salt, out.Nonce)
 	}
 	cctx, cancel := context.WithTimeout(ctx, a.opts.RequestTimeout)
 	defer cancel()
@@ -228,10 +233,47 @@ func (a *Adapter) StartTyping(ctx context.Context, target channels.Target) (stop
 	}
 }
 
-// txnID derives a transaction id from a chunk's nonce.
-func txnID(nonce string) string {
-	sum := sha256.Sum256([]byte(nonce))
+// txnID derives a transaction id from a chunk's nonce and the store's salt.
+// Nonces are turn ids ("in-<inbox id>/<chunk>") that start again from 1
+// in a fresh data directory; the homeserver remembers transaction ids per
+// access token, so without the salt an answer after a reset (or a restore
+// from an older backup) could be taken for a repeat and never shown.
+func txnID(salt, nonce string) string {
+	sum := sha256.Sum256([]byte(salt + "\x00" + nonce))
 	return "sb" + hex.EncodeToString(sum[:16])
+}
+
+// txnSalt returns this store's transaction-id salt, made once and kept in
+// KV ("matrix/txn-salt"), so a restart resends a chunk under the same
+// transaction id (the homeserver answers the event it already has) while a
+// new data directory gets new ones. Without KV the salt lives as long as
+// the process. A KV error is returned: sending under a guessed salt could
+// double a chunk after a crash.
+func (a *Adapter) txnSalt(ctx context.Context) (string, error) {
+	a.saltMu.Lock()
+	defer a.saltMu.Unlock()
+	if a.salt != "" {
+		return a.salt, nil
+	}
+	if a.opts.KV == nil {
+		a.salt = randomTxn()
+		return a.salt, nil
+	}
+	const key = "matrix/txn-salt"
+	raw, ok, err := a.opts.KV.KVGet(ctx, key)
+	if err != nil {
+		return "", fmt.Errorf("reading the transaction-id salt: %w", err)
+	}
+	if ok && len(raw) > 0 {
+		a.salt = string(raw)
+		return a.salt, nil
+	}
+	salt := randomTxn()
+	if err := a.opts.KV.KVPut(ctx, key, []byte(salt)); err != nil {
+		return "", fmt.Errorf("storing the transaction-id salt: %w", err)
+	}
+	a.salt = salt
+	return salt, nil
 }
 
 func randomTxn() string {

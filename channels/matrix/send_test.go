@@ -176,3 +176,34 @@ func TestReplyQuotesOnlyInGroups(t *testing.T) {
 		t.Errorf("the direct answer quotes the question: %v", rel)
 	}
 }
+
+// A chunk's transaction id is scoped to the store that made it: after the
+// data directory is reset (or restored from an older backup) the turn ids
+// start again from in-1, and a new answer whose nonce equals one the
+// homeserver still remembers must be posted, not swallowed as a repeat.
+// The same store resending after a crash keeps its transaction ids.
+func TestTxnIDsScopedToTheStore(t *testing.T) {
+	fake := newFake(t, fakematrix.Options{})
+	ctx := context.Background()
+	send := func(kv KV, text string) {
+		t.Helper()
+		a, err := New(testOptions(fake, kv, &syncBuffer{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := channels.Outgoing{Target: channels.Target{Channel: Name, ChatID: dmRoom}, Text: text, Plain: text, Nonce: "in-1/0"}
+		if _, err := a.Send(ctx, out); err != nil {
+			t.Fatalf("send %q: %v", text, err)
+		}
+	}
+	kept := newMemKV()
+	send(kept, "first answer")
+	send(kept, "first answer") // the same store after a crash: a repeat
+	if n := len(fake.Sent(dmRoom)); n != 1 {
+		t.Fatalf("a resend from the same store shows %d messages, want 1", n)
+	}
+	send(newMemKV(), "an answer after the data dir was reset")
+	if n := len(fake.Sent(dmRoom)); n != 2 {
+		t.Errorf("after a reset the room shows %d messages, want 2 (the new answer was swallowed as a repeat)", n)
+	}
+}
