@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/switchboard-bot/switchboard/memory"
@@ -173,9 +174,16 @@ type BudgetOptions struct {
 
 // Budget is the Gate of llm.budget: a chat's and the whole bot's tokens
 // per day, read from the usage book (one lookup each) plus what the asking
-// turn has used so far. The day is the calendar day in Location; the
-// budget resets at its midnight.
-type Budget struct{ o BudgetOptions }
+// turn has used so far; the daily budget also counts what the other turns
+// running in this process have used and not yet committed, so chats
+// running at the same moment cannot each spend it. The day is the
+// calendar day in Location; the budget resets at its midnight.
+type Budget struct {
+	o BudgetOptions
+
+	mu      sync.Mutex
+	running map[string]int64 // session key → tokens its running turn used (not yet in the book)
+}
 
 // NewBudget returns the Gate for o.
 func NewBudget(o BudgetOptions) *Budget {
@@ -185,17 +193,54 @@ func NewBudget(o BudgetOptions) *Budget {
 	if o.Location == nil {
 		o.Location = time.UTC
 	}
-	return &Budget{o: o}
+	return &Budget{o: o, running: map[string]int64{}}
+}
+
+// turnEnder is a Gate told when a session's turn ended, after its commit.
+type turnEnder interface{ TurnEnded(sessionKey string) }
+
+// TurnEnded forgets what the session's running turn used: it is in the
+// usage book now (or was never committed).
+func (b *Budget) TurnEnded(sessionKey string) {
+	b.mu.Lock()
+	delete(b.running, sessionKey)
+	b.mu.Unlock()
+}
+
+// others records own as the running usage of key and returns what the
+// other running turns used.
+func (b *Budget) others(key string, own int64) int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if own > 0 {
+		b.running[key] = own
+	} else {
+		delete(b.running, key)
+	}
+	var n int64
+	for k, v := range b.running {
+		if k != key {
+			n += v
+		}
+	}
+	return n
 }
 
 // Allow implements Gate.
 func (b *Budget) Allow(ctx context.Context, c GateCall) error {
-	if b == nil || b.o.Book == nil || (b.o.PerChatDaily <= 0 && b.o.Daily <= 0) || (c.Admin && !b.o.Admins) {
+	if b == nil || b.o.Book == nil || (b.o.PerChatDaily <= 0 && b.o.Daily <= 0) {
+		return nil
+	}
+	own := tokens(c.Used)
+	var others int64
+	if b.o.Daily > 0 {
+		others = b.others(c.SessionKey, own)
+	}
+	if c.Admin && !b.o.Admins {
 		return nil
 	}
 	now := b.o.Now()
 	day := memory.DayOf(now, b.o.Location)
-	own := tokens(c.Used)
 	if b.o.PerChatDaily > 0 && c.Job == "" {
 		u, err := b.o.Book.UsageOn(ctx, day, c.SessionKey)
 		if err != nil {
@@ -210,7 +255,7 @@ func (b *Budget) Allow(ctx context.Context, c GateCall) error {
 		if err != nil {
 			return fmt.Errorf("read today's usage: %w", err)
 		}
-		if tokens(u)+own >= b.o.Daily {
+		if tokens(u)+own+others >= b.o.Daily {
 			return b.refuse("daily", b.o.Daily, now)
 		}
 	}

@@ -130,7 +130,7 @@ func (p *Provider) Chat(ctx context.Context, req ChatRequest, obs StreamObserver
 		attempt int
 		emitted bool
 	)
-	policy := retry.Policy{Initial: p.opts.RetryBase, Max: p.opts.RetryMax, MaxTries: p.opts.MaxRetries + 1,
+	policy := retry.Policy{Initial: p.opts.RetryBase, Max: p.opts.RetryMax, MaxTries: max(p.opts.MaxRetries, 0) + 1,
 		Sleep: p.opts.Sleep,
 		OnRetry: func(n int, wait time.Duration, err error) {
 			var merr *ModelError
@@ -238,16 +238,30 @@ func (p *Provider) once(ctx context.Context, req ChatRequest, obs StreamObserver
 		return ChatResponse{}, &StreamError{APIError: &openai.APIError{Message: `the model stream ended with finish_reason "error"`}}
 	}
 	out := acc.response()
-	if acc.usage != nil {
-		u := acc.usage
-		out.Usage = memory.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
-		if out.Usage.TotalTokens == 0 {
-			out.Usage.TotalTokens = out.Usage.PromptTokens + out.Usage.CompletionTokens
-		}
-	} else {
-		out.Usage = estimateUsage(req.Messages, out)
-	}
+	out.Usage = callUsage(acc.usage, req.Messages, out)
 	return out, nil
+}
+
+// maxCallTokens caps each count one call reports: no model reads or
+// writes four billion tokens in one call, and the usage book and the
+// budgets sum these counts.
+const maxCallTokens = 1 << 32
+
+// callUsage is the usage a call counts: what the server reported, each
+// count capped at maxCallTokens; estimated (about 4 bytes a token) when it
+// reported none, a negative count, or only zeros, so a budget bounds a
+// server that does not count (or lies) too.
+func callUsage(u *openai.Usage, msgs []openai.ChatCompletionMessage, out ChatResponse) memory.Usage {
+	if u == nil || u.PromptTokens < 0 || u.CompletionTokens < 0 || (u.PromptTokens == 0 && u.CompletionTokens == 0 && u.TotalTokens <= 0) {
+		return estimateUsage(msgs, out)
+	}
+	r := memory.Usage{PromptTokens: min(u.PromptTokens, maxCallTokens), CompletionTokens: min(u.CompletionTokens, maxCallTokens)}
+	r.TotalTokens = r.PromptTokens + r.CompletionTokens
+	if r.TotalTokens == 0 { // only a total: counted as prompt tokens
+		r.PromptTokens = min(u.TotalTokens, maxCallTokens)
+		r.TotalTokens = r.PromptTokens
+	}
+	return r
 }
 
 // requestTemperature is the temperature a call sends: req's, even 0; none
