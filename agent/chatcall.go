@@ -79,6 +79,14 @@ func (p *Provider) openStream(ctx context.Context, req ChatRequest) (*chatStream
 		resp.Body.Close()
 		return nil, err
 	}
+	if ct := resp.Header.Get("Content-Type"); strings.HasPrefix(strings.ToLower(strings.TrimSpace(ct)), "text/html") {
+		// A proxy's sign-in or error page: say so rather than "connection
+		// cut" after reading it as a stream. Transient (a transport problem,
+		// as a cut stream is), so retries and failover apply.
+		resp.Body.Close()
+		return nil, fmt.Errorf("the endpoint answered HTTP %d %s, not an event stream (a proxy's sign-in or error page?)",
+			resp.StatusCode, clipContentType(ct))
+	}
 	return &chatStream{resp: resp, sse: newSSEStream(resp.Body)}, nil
 }
 
@@ -164,4 +172,20 @@ func otherAPIError(body []byte) *openai.APIError {
 		return &openai.APIError{Message: plain.Error}
 	}
 	return nil
+}
+
+// clipContentType keeps a Content-Type header short and printable for an
+// error message.
+func clipContentType(ct string) string {
+	ct, _, _ = strings.Cut(ct, ";")
+	ct = strings.TrimSpace(ct)
+	if len(ct) > 40 {
+		ct = ct[:40]
+	}
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r > 0x7e {
+			return '?'
+		}
+		return r
+	}, ct)
 }
