@@ -27,7 +27,9 @@
 //     On the very first start the cursor is UIDNEXT: the backlog already in
 //     the mailbox is never answered, only mail that arrives afterwards. When
 //     UIDVALIDITY changes (the mailbox was recreated) the old UIDs mean
-//     nothing: the cursor starts again at UIDNEXT and a warning says so.
+//     nothing: reading resumes at the first mail filed at or after the
+//     INTERNALDATE of the last one read (kept in the cursor; the handler's
+//     dedup drops a mail read twice), and a warning says so.
 //     Mail is read with BODY.PEEK, so the \Seen flag is left to people.
 //   - Waiting. IDLE when the server offers it (re-issued every few minutes,
 //     well within the 29 minutes RFC 2177 allows, as a safety net also
@@ -152,6 +154,8 @@ type Options struct {
 	RetryMax      time.Duration // longest; default 30s
 	TLSConfig     *tls.Config   // nil = system roots
 	Now           func() time.Time
+
+	noIdle bool // poll even when the server has IDLE (tests of the fallback)
 }
 
 func (o *Options) defaults() error {

@@ -2,12 +2,16 @@ package email
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/internal/testkit/dovecottest"
+	"github.com/switchboard-bot/switchboard/internal/testkit/fakesmtp"
 )
 
 // TestBacklogNotAnswered: mail already in the mailbox at the first start is
@@ -20,22 +24,10 @@ func TestBacklogNotAnswered(t *testing.T) {
 	o := w.options()
 	o.KV = kv
 	sk := newSink()
-	a, err := New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx, sk) }()
-	for !a.Ready() {
-		time.Sleep(5 * time.Millisecond)
-	}
+	_, stop := start(t, o, sk)
 	w.deliver(t, mailSpec{text: "first new mail"})
 	sk.waitText(t, "first new mail")
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Run: %v", err)
-	}
+	stop()
 	w.deliver(t, mailSpec{text: "while down"})
 	running(t, o, sk) // a new process on the same store
 	w.deliver(t, mailSpec{text: "after restart"})
@@ -134,5 +126,87 @@ func TestServerURLs(t *testing.T) {
 		if err != nil || u.addr != tc.addr || u.implicitTLS != tc.implicit || u.loopback != tc.loopback {
 			t.Errorf("%q = %+v, %v", tc.raw, u, err)
 		}
+	}
+}
+
+// TestUIDValidityChange: the mailbox is recreated (new UIDVALIDITY, old
+// UIDs meaningless) while the adapter is down, and mail arrives in it
+// before the restart: that mail is answered — the cursor falls back to the
+// time of the last mail read — and nothing before it is handed on again
+// under another id.
+func TestUIDValidityChange(t *testing.T) {
+	w := newWorld(t)
+	admin := w.imap.Client(t, botUser)
+	if err := admin.Create("Bot", nil).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	o := w.options()
+	o.Mailbox = "Bot"
+	o.KV = &memKV{m: map[string][]byte{}}
+	deliver := func(text string) {
+		raw, _ := w.raw(mailSpec{text: text})
+		w.imap.Append(t, botUser, "Bot", raw)
+	}
+	sk := newSink()
+	_, stop := start(t, o, sk)
+	deliver("before the mailbox was recreated")
+	sk.waitText(t, "before the mailbox was recreated")
+	stop()
+	if err := admin.Delete("Bot").Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Create("Bot", nil).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	deliver("into the new mailbox while down")
+	running(t, o, sk)
+	deliver("after the restart")
+	got := sk.waitText(t, "after the restart")
+	var texts []string
+	for _, m := range got {
+		texts = append(texts, m.Text)
+	}
+	if want := "before the mailbox was recreated|into the new mailbox while down|after the restart"; strings.Join(texts, "|") != want {
+		t.Errorf("handed on %q, want %q", texts, want)
+	}
+}
+
+// TestImplicitTLSBoth: imaps:// and smtps:// end to end — a mail read over
+// TLS and answered over TLS, certificates verified.
+func TestImplicitTLSBoth(t *testing.T) {
+	imapSrv := dovecottest.StartWith(t, dovecottest.Options{ImplicitTLS: true}, dovecottest.User{Name: botUser, Password: botPass})
+	smtpSrv := fakesmtp.Start(t, fakesmtp.Options{Username: botAddr, Password: smtpPass, ImplicitTLS: true})
+	w := &world{imap: imapSrv, smtp: smtpSrv}
+	o := w.options()
+	pool := x509.NewCertPool()
+	pool.AddCert(imapSrv.Certificate())
+	pool.AddCert(smtpSrv.Certificate())
+	o.TLSConfig = &tls.Config{RootCAs: pool}
+	sk := newSink()
+	a := running(t, o, sk)
+	w.deliver(t, mailSpec{text: "over TLS"})
+	m := sk.waitText(t, "over TLS")[0]
+	if _, err := sendMD(t, a, m.Target(), "answered over TLS", m.MessageID, "tls/0"); err != nil {
+		t.Fatal(err)
+	}
+	if got := smtpSrv.Messages(); len(got) != 1 || !strings.Contains(got[0].Text, "answered over TLS") {
+		t.Errorf("sent %d mails", len(got))
+	}
+}
+
+// TestPollingWithoutIdle: on a server without IDLE new mail is found by
+// polling, and a dropped connection is noticed at the next poll.
+func TestPollingWithoutIdle(t *testing.T) {
+	w := newWorld(t)
+	o := w.options()
+	o.noIdle, o.PollInterval = true, 50*time.Millisecond
+	sk := newSink()
+	running(t, o, sk)
+	w.deliver(t, mailSpec{text: "found by polling"})
+	sk.waitText(t, "found by polling")
+	w.imap.DropConnections()
+	w.deliver(t, mailSpec{text: "after the drop"})
+	if got := sk.waitText(t, "after the drop"); len(got) != 2 {
+		t.Errorf("handed on %d mails, want 2", len(got))
 	}
 }

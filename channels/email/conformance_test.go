@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/channels/channeltest"
@@ -105,5 +106,5 @@ func (d driver) Sent(tg channels.Target) []string {
 
 func (d driver) WaitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	testkit.WaitUntil(t, channeltest.Timeout, 20_000_000, what, func() (bool, <-chan struct{}) { return cond(), nil })
+	testkit.WaitUntil(t, channeltest.Timeout, 20*time.Millisecond, what, func() (bool, <-chan struct{}) { return cond(), nil })
 }

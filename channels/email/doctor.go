@@ -57,10 +57,11 @@ func doctorIMAP(ctx context.Context, s platform.Section, deps platform.Deps) pla
 	if err != nil {
 		return fail(fmt.Sprintf("IMAP at %s: logged in as %s, but mailbox %q: %s", shown, a.opts.IMAPUsername, a.opts.Mailbox, oneLine(err.Error())), imapFix)
 	}
+	caps := cl.Caps()
 	_ = cl.Logout().Wait()
 	var f platform.Findings
 	f.Add(platform.StatusOK, fmt.Sprintf("IMAP at %s: logged in as %s, mailbox %q has %d mail(s)", shown, a.opts.IMAPUsername, a.opts.Mailbox, sel.NumMessages), "")
-	if !cl.Caps().Has(imap.CapIdle) && !cl.Caps().Has(imap.CapIMAP4rev2) {
+	if !caps.Has(imap.CapIdle) && !caps.Has(imap.CapIMAP4rev2) {
 		f.Add(platform.StatusWarn, "the server has no IDLE: new mail is noticed by polling every 30s", "")
 	}
 	return f.Result()
@@ -80,6 +81,8 @@ func doctorSMTP(ctx context.Context, s platform.Section, deps platform.Deps) pla
 		return fail(platform.OneLine(err.Error()), smtpFix)
 	}
 	shown := shownURL(c.SMTP.URL)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	cl, err := a.dialSMTP(ctx)
 	if err != nil {
 		if what, fix, ok := platform.DescribeNetErr(ctx, err, shown, deps.Timeout); ok {

@@ -80,12 +80,12 @@ func (a *Adapter) inbound(ctx context.Context, c *imapclient.Client, validity ui
 		return channels.Message{}, false, nil
 	}
 	from := strings.ToLower(fromList[0].Address)
-	switch {
-	case from == a.opts.Address:
+	if from == a.opts.Address {
 		log.Debug("email: the bot's own mail ignored")
 		return channels.Message{}, false, nil
-	case automatic(h, from) != "":
-		log.Info("email: not answered: automatic mail", "why", automatic(h, from), "from", from)
+	}
+	if why := automatic(h, from); why != "" {
+		log.Info("email: not answered: automatic mail", "why", why, "from", from)
 		return channels.Message{}, false, nil
 	}
 	if a.opts.RequireAuthResults {
@@ -369,8 +369,10 @@ func (a *Adapter) body(c *imapclient.Client, m *imapclient.FetchMessageBuffer) (
 	var text string
 	if textPart != nil {
 		b := decodePart(got[0].FindBodySection(textSec), textPart.part.Encoding)
-		if len(b) > a.opts.MaxText {
-			b = b[:a.opts.MaxText]
+		// Cut by the partial fetch (quoted-printable may shrink a lot when
+		// decoded) or by the limit.
+		if cut := int64(textPart.part.Size) > textSec.Partial.Size; cut || len(b) > a.opts.MaxText {
+			b = b[:min(len(b), a.opts.MaxText)]
 			notes = append(notes, "[the rest of the mail was cut: it is longer than the limit]")
 		}
 		text = toUTF8(b, textPart.part.Params["charset"])

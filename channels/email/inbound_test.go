@@ -65,6 +65,15 @@ func (s *sink) waitText(t *testing.T, text string) []channels.Message {
 // running starts an adapter with opts until the test ends.
 func running(t *testing.T, opts Options, sk channels.Sink) *Adapter {
 	t.Helper()
+	a, stop := start(t, opts, sk)
+	t.Cleanup(stop)
+	return a
+}
+
+// start runs an adapter with opts until stop, which checks that Run ended
+// with nil; it returns once the adapter is ready.
+func start(t *testing.T, opts Options, sk channels.Sink) (*Adapter, func()) {
+	t.Helper()
 	a, err := New(opts)
 	if err != nil {
 		t.Fatalf("New: %v", err)
@@ -72,14 +81,17 @@ func running(t *testing.T, opts Options, sk channels.Sink) *Adapter {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx, sk) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		})
+	}
 	testkit.WaitUntil(t, 20*time.Second, 5*time.Millisecond, "the adapter ready", func() (bool, <-chan struct{}) { return a.Ready(), nil })
-	return a
+	return a, stop
 }
 
 // TestMailNotAnswered: mail that must never reach the handler — forged or
@@ -206,5 +218,20 @@ func TestMailText(t *testing.T) {
 	h := w.smtp.Messages()[0].Header
 	if len(h["Bcc"]) != 0 || decodeWords(h.Get("Subject")) != "Re: only a subject Bcc: eve@example.net" {
 		t.Errorf("the reply's header: Bcc %q, Subject %q", h["Bcc"], decodeWords(h.Get("Subject")))
+	}
+}
+
+// TestAuthResultsOff: with require_auth_results off the From line is
+// trusted as is (a closed setup), automatic mail is still never answered.
+func TestAuthResultsOff(t *testing.T) {
+	w := newWorld(t)
+	o := w.options()
+	o.RequireAuthResults, o.AuthServID = false, ""
+	sk := newSink()
+	running(t, o, sk)
+	w.deliver(t, mailSpec{text: "vacation", authResults: "-", headers: []string{"Auto-Submitted: auto-replied"}})
+	w.deliver(t, mailSpec{text: "no verdict at all", authResults: "-"})
+	if got := sk.waitText(t, "no verdict at all"); len(got) != 1 || got[0].Sender.ID != "ada@example.org" {
+		t.Errorf("handed on %+v", got)
 	}
 }

@@ -1,6 +1,7 @@
 package email
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -125,6 +126,9 @@ func (a *Adapter) dialIMAP(ctx context.Context, h *imapclient.UnilateralDataHand
 type cursor struct {
 	Validity uint32   `json:"uidvalidity"`
 	Next     imap.UID `json:"next_uid"`
+	// At is the INTERNALDATE of the last mail passed (the first start's
+	// time before any): where reading resumes when UIDVALIDITY changes.
+	At time.Time `json:"at"`
 }
 
 func (a *Adapter) cursorKey() string {
@@ -197,22 +201,25 @@ func (a *Adapter) session(ctx context.Context, sink channels.Sink) (progressed b
 	switch {
 	case !found:
 		a.log.Info("email: first start on this mailbox: mail already in it is not answered", "mailbox", a.opts.Mailbox, "uidnext", sel.UIDNext)
-		cur = cursor{Validity: sel.UIDValidity, Next: sel.UIDNext}
+		// INTERNALDATE has whole seconds: so has At.
+		cur = cursor{Validity: sel.UIDValidity, Next: sel.UIDNext, At: a.opts.Now().Truncate(time.Second)}
 	case cur.Validity != sel.UIDValidity:
-		a.log.Warn("email: the mailbox's UIDVALIDITY changed (it was recreated); reading from its current end",
-			"mailbox", a.opts.Mailbox, "was", cur.Validity, "now", sel.UIDValidity)
-		cur = cursor{Validity: sel.UIDValidity, Next: sel.UIDNext}
+		next, err := a.resync(c, cur.At, sel.UIDNext)
+		if err != nil {
+			return false, err
+		}
+		a.log.Warn("email: the mailbox's UIDVALIDITY changed (it was recreated): reading the mail filed since the last one read",
+			"mailbox", a.opts.Mailbox, "was", cur.Validity, "now", sel.UIDValidity, "since", cur.At, "from_uid", next)
+		cur = cursor{Validity: sel.UIDValidity, Next: next, At: cur.At}
 	}
 	if cur.Next == 0 {
 		cur.Next = 1
 	}
-	if !found || cur.Validity != sel.UIDValidity {
-		if err := a.saveCursor(ctx, cur); err != nil {
-			return false, err
-		}
+	if err := a.saveCursor(ctx, cur); err != nil {
+		return false, err
 	}
 	a.ready.Store(true)
-	idle := c.Caps().Has(imap.CapIdle) || c.Caps().Has(imap.CapIMAP4rev2)
+	idle := (c.Caps().Has(imap.CapIdle) || c.Caps().Has(imap.CapIMAP4rev2)) && !a.opts.noIdle
 	for {
 		n, err := a.catchUp(ctx, c, &cur, sink)
 		progressed = progressed || n > 0
@@ -290,7 +297,7 @@ func (a *Adapter) catchUp(ctx context.Context, c *imapclient.Client, cur *cursor
 		if err != nil {
 			return handed, fmt.Errorf("fetch new mail: %w", err)
 		}
-		slices.SortFunc(metas, func(x, y *imapclient.FetchMessageBuffer) int { return int(x.UID) - int(y.UID) })
+		slices.SortFunc(metas, func(x, y *imapclient.FetchMessageBuffer) int { return cmp.Compare(x.UID, y.UID) })
 		for _, m := range metas {
 			if m.UID < cur.Next {
 				continue
@@ -306,12 +313,45 @@ func (a *Adapter) catchUp(ctx context.Context, c *imapclient.Client, cur *cursor
 				handed++
 			}
 			cur.Next = m.UID + 1
+			if m.InternalDate.After(cur.At) {
+				cur.At = m.InternalDate
+			}
 			if err := a.saveCursor(ctx, *cur); err != nil {
 				return handed, err
 			}
 		}
 	}
 	return handed, nil
+}
+
+// resync finds where to read a mailbox whose UIDVALIDITY changed: the
+// first mail filed at or after at (the hub's dedup drops one read before),
+// else uidNext.
+func (a *Adapter) resync(c *imapclient.Client, at time.Time, uidNext imap.UID) (imap.UID, error) {
+	if at.IsZero() {
+		return uidNext, nil
+	}
+	at = at.Truncate(time.Second) // INTERNALDATE has whole seconds
+	// SINCE compares dates in the server's time zone: a day earlier is safe.
+	found, err := c.UIDSearch(&imap.SearchCriteria{Since: at.Add(-24 * time.Hour)}, nil).Wait()
+	if err != nil {
+		return 0, fmt.Errorf("search the recreated mailbox: %w", err)
+	}
+	uids := found.AllUIDs()
+	if len(uids) == 0 {
+		return uidNext, nil
+	}
+	msgs, err := c.Fetch(imap.UIDSetNum(uids...), &imap.FetchOptions{UID: true, InternalDate: true}).Collect()
+	if err != nil {
+		return 0, fmt.Errorf("fetch dates in the recreated mailbox: %w", err)
+	}
+	next := uidNext
+	for _, m := range msgs {
+		if !m.InternalDate.Before(at) && m.UID < next {
+			next = m.UID
+		}
+	}
+	return next, nil
 }
 
 // oneLine keeps a server's message to one short line.

@@ -2,7 +2,9 @@ package email
 
 import (
 	"context"
+	"fmt"
 	"net/mail"
+	"strings"
 
 	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/channels/platform"
@@ -67,6 +69,22 @@ var Platform = platform.Descriptor{
 		{Name: "email imap", Net: true, Run: doctorIMAP},
 		{Name: "email smtp", Net: true, Run: doctorSMTP},
 	},
+	// A thread id is the root Message-ID as the adapter wrote it; any token.
+	ChatID: func(chatID, _ string) error { return checkAddress(chatID, "email:") },
+	UserID: func(id string) error { return checkAddress(id, "email:user:") },
+}
+
+// checkAddress refuses a chat or user id the adapter never produces (it
+// writes bare addresses in lower case), so an address in config.yaml cannot
+// silently miss its chat; prefix is how the id is written.
+func checkAddress(id, prefix string) error {
+	if _, err := recipient(id); err != nil {
+		return fmt.Errorf("not an email address: write %s<address>, e.g. %sops@example.com", prefix, prefix)
+	}
+	if low := strings.ToLower(id); low != id {
+		return fmt.Errorf("addresses are matched in lower case: %s%s", prefix, low)
+	}
+	return nil
 }
 
 func validate(s platform.Section, _ platform.Env, v *platform.Checker) {

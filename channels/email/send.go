@@ -240,6 +240,8 @@ func compose(h mailHeader, text, html string) []byte {
 // classified: refused (5xx) permanent, 4xx and anything before the data
 // went out temporary, a lost answer to the end of the data ambiguous.
 func (a *Adapter) submit(ctx context.Context, to string, raw []byte) error {
+	ctx, cancel := context.WithCancel(ctx) // releases dialSMTP's watch of ctx
+	defer cancel()
 	c, err := a.dialSMTP(ctx)
 	if err != nil {
 		return err
@@ -268,7 +270,8 @@ func (a *Adapter) submit(ctx context.Context, to string, raw []byte) error {
 	return nil
 }
 
-// dialSMTP connects, secures (per the URL) and authenticates.
+// dialSMTP connects, secures (per the URL) and authenticates; the
+// connection is closed when ctx ends.
 func (a *Adapter) dialSMTP(ctx context.Context) (*smtp.Client, error) {
 	u, err := parseServerURL(a.opts.SMTPURL, "smtps", "smtp")
 	if err != nil {

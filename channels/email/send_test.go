@@ -2,6 +2,7 @@ package email
 
 import (
 	"context"
+	"crypto/tls"
 	"strings"
 	"testing"
 	"time"
@@ -201,5 +202,32 @@ func TestMessageIDUnique(t *testing.T) {
 	}
 	if fresh == first {
 		t.Errorf("a fresh installation reused Message-ID %s for another mail: mail stores that drop duplicates lose it", fresh)
+	}
+}
+
+// TestImplicitTLS: smtps:// submits over TLS, verifying the server's
+// certificate: an untrusted one fails before any credential is sent.
+func TestImplicitTLS(t *testing.T) {
+	srv := fakesmtp.Start(t, fakesmtp.Options{Username: botAddr, Password: smtpPass, ImplicitTLS: true})
+	w := newWorld(t)
+	to := channels.Target{Channel: Name, ChatID: "ada@example.org"}
+	o := w.options()
+	o.SMTPURL = srv.URL()
+	a, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sendMD(t, a, to, "hi", "", "tls-1"); err == nil || !strings.Contains(err.Error(), "TLS with SMTP server") || srv.Auths() != 0 {
+		t.Errorf("Send to an untrusted certificate = %v (%d AUTH), want a TLS failure before AUTH", err, srv.Auths())
+	}
+	o.TLSConfig = &tls.Config{RootCAs: srv.CertPool()}
+	if a, err = New(o); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sendMD(t, a, to, "over TLS", "", "tls-2"); err != nil {
+		t.Fatalf("Send over TLS: %v", err)
+	}
+	if m := srv.Messages(); len(m) != 1 || !strings.Contains(m[0].Text, "over TLS") {
+		t.Errorf("the TLS server got %d mails", len(m))
 	}
 }

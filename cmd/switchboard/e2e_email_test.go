@@ -87,8 +87,8 @@ func (d *emailDaemon) kill() {
 }
 
 // Issue 33: the built binary answers email — an authenticated sender's
-// mail once, in its thread; a stranger, a forged sender and an auto-reply
-// not at all; the mail already in the mailbox at the first start not at
+// mail once, in its thread; a stranger with a pairing code only; a forged
+// sender and an auto-reply not at all; the mail already in the mailbox at the first start not at
 // all — accepts email targets in deliver_to and personas.by_target, checks
 // both servers' credentials in doctor, and a kill in the middle of a turn
 // loses and doubles nothing: the turn is replayed, the mail that arrived
@@ -138,7 +138,7 @@ llm:
   base_url: %s
   api_key: ${SB_E2E_KEY}
 access:
-  mode: allowlist
+  mode: pairing
   allow_from: ["email:user:%s"]
 personas:
   dir: ./personas
@@ -187,9 +187,23 @@ server:
 
 	first := deliver(ada, "hello bot")
 	wait("the answer to hello", func() bool { return answers("hello bot") > 0 })
-	deliver(eve, "stranger asks")
+	// A stranger gets a pairing code by mail, in reply to theirs, never the
+	// model; a forged sender and an auto-reply get nothing at all.
 	deliver(ada, "forged ada", "forged")
 	deliver(ada, "out of office", "Auto-Submitted: auto-replied")
+	strangers := deliver(eve, "stranger asks")
+	toEve := func() (n int, last fakesmtp.Message) {
+		for _, m := range smtp.Messages() {
+			if len(m.To) == 1 && m.To[0] == eve {
+				n, last = n+1, m
+			}
+		}
+		return n, last
+	}
+	wait("the stranger's pairing reply", func() bool { n, _ := toEve(); return n > 0 })
+	if n, m := toEve(); n != 1 || m.Header.Get("In-Reply-To") != "<"+strangers+">" {
+		t.Errorf("the stranger got %d mails (In-Reply-To %q), want one pairing reply to theirs", n, m.Header.Get("In-Reply-To"))
+	}
 
 	// A kill in the middle of a turn.
 	deliver(ada, "slow question")
@@ -208,6 +222,24 @@ server:
 	deliver(ada, "last one")
 	wait("the last answer", func() bool { return answers("last one") > 0 })
 
+	// A reminder job delivers to a bare address: a new thread.
+	if r := runBin(t, env, "--config", cfg, "jobs", "run", "email-note"); r.code != 0 {
+		t.Fatalf("jobs run: %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	var note *fakesmtp.Message
+	wait("the reminder by mail", func() bool {
+		for _, m := range smtp.Messages() {
+			if len(m.To) == 1 && m.To[0] == "ops@example.org" {
+				note = &m
+				return true
+			}
+		}
+		return false
+	})
+	if !strings.Contains(note.Text, "Stand-up soon") || note.Header.Get("In-Reply-To") != "" || note.Header.Get("Auto-Submitted") != "auto-generated" {
+		t.Errorf("the reminder mail: text %q, In-Reply-To %q, Auto-Submitted %q", note.Text, note.Header.Get("In-Reply-To"), note.Header.Get("Auto-Submitted"))
+	}
+
 	for _, s := range []string{"hello bot", "slow question", "while down", "last one"} {
 		if n := answers(s); n != 1 {
 			t.Errorf("%q was answered %d times, want once", s, n)
@@ -217,9 +249,14 @@ server:
 		if n := answers(s); n != 0 {
 			t.Errorf("%q was answered %d times, want never", s, n)
 		}
+		for _, r := range llm.Requests() {
+			if strings.Contains(r.LastUserText(), s) {
+				t.Errorf("%q reached the model", s)
+			}
+		}
 	}
 	for _, m := range smtp.Messages() {
-		if len(m.To) != 1 || m.To[0] != ada {
+		if len(m.To) != 1 || (m.To[0] != ada && m.To[0] != eve && m.To[0] != "ops@example.org") {
 			t.Errorf("a mail went to %v", m.To)
 		}
 		if strings.Contains(m.Text, "echo: hello bot") && m.Header.Get("In-Reply-To") != "<"+first+">" {

@@ -2,7 +2,8 @@
 // (package dovecot-imapd, /usr/sbin/dovecot) with a minimal configuration
 // written into a fresh temporary directory — listening on 127.0.0.1 on a free
 // port, users from a passwd-file, maildir mail in the directory, no chroot,
-// no TLS (loopback only), logging to a file there. The server is the child
+// plain text or, with Options.ImplicitTLS, imaps:// with a self-signed
+// certificate, logging to a file there. The server is the child
 // of the test process (foreground mode, a parent-death signal), and the
 // test's cleanup stops it, reaps it and removes the directory.
 //
@@ -19,6 +20,8 @@ package dovecottest
 
 import (
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
 	"os"
@@ -34,6 +37,8 @@ import (
 
 	"github.com/emersion/go-imap/v2"
 	"github.com/emersion/go-imap/v2/imapclient"
+
+	"github.com/switchboard-bot/switchboard/internal/testkit"
 )
 
 // Binary is where Debian's dovecot-imapd installs the server.
@@ -49,6 +54,9 @@ type User struct {
 
 // Server is one running dovecot.
 type Server struct {
+	opts   Options
+	pool   *x509.CertPool
+	cert   *x509.Certificate
 	dir    string
 	real   string // dovecot's own listener
 	relay  net.Listener
@@ -61,14 +69,28 @@ type Server struct {
 	wg    sync.WaitGroup
 }
 
-// Start runs a dovecot with users until the test ends; it skips the test
-// when dovecot is not installed.
+// Options configures the server.
+type Options struct {
+	// ImplicitTLS serves imaps:// (TLS from the first byte) with a
+	// self-signed certificate for 127.0.0.1 that CertPool trusts, instead
+	// of plain imap://.
+	ImplicitTLS bool
+}
+
+// Start runs a plain-text dovecot with users until the test ends; it skips
+// the test when dovecot is not installed.
 func Start(t testing.TB, users ...User) *Server {
+	t.Helper()
+	return StartWith(t, Options{}, users...)
+}
+
+// StartWith is Start with options.
+func StartWith(t testing.TB, opts Options, users ...User) *Server {
 	t.Helper()
 	if _, err := os.Stat(Binary); err != nil {
 		t.Skipf("dovecot is not installed (%s): apt-get install dovecot-imapd to run the IMAP tests", Binary)
 	}
-	s := &Server{users: map[string]string{}, conns: map[net.Conn]struct{}{}}
+	s := &Server{opts: opts, users: map[string]string{}, conns: map[net.Conn]struct{}{}}
 	for _, u := range users {
 		s.users[u.Name] = u.Password
 	}
@@ -78,6 +100,19 @@ func Start(t testing.TB, users ...User) *Server {
 	}
 	s.dir = dir
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	if opts.ImplicitTLS {
+		cert, err := testkit.SelfSigned()
+		if err != nil {
+			t.Fatalf("dovecottest: %v", err)
+		}
+		s.pool, s.cert = cert.Pool, cert.TLS.Leaf
+		if err := os.WriteFile(filepath.Join(dir, "cert.pem"), cert.CertPEM, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "key.pem"), cert.KeyPEM, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var lastErr error
 	for range 3 { // a free port may be taken between choosing and binding it
 		if lastErr = s.start(t); lastErr == nil {
@@ -102,7 +137,26 @@ func Start(t testing.TB, users ...User) *Server {
 func (s *Server) Addr() string { return s.relay.Addr().String() }
 
 // URL is the server as channels.email.imap.url names it.
-func (s *Server) URL() string { return "imap://" + s.Addr() }
+func (s *Server) URL() string {
+	if s.opts.ImplicitTLS {
+		return "imaps://" + s.Addr()
+	}
+	return "imap://" + s.Addr()
+}
+
+// Certificate is the server's certificate (ImplicitTLS).
+func (s *Server) Certificate() *x509.Certificate { return s.cert }
+
+// CertPool trusts the server's certificate (ImplicitTLS).
+func (s *Server) CertPool() *x509.CertPool { return s.pool }
+
+// dial connects a client straight to dovecot (not through the relay).
+func (s *Server) dial() (*imapclient.Client, error) {
+	if s.opts.ImplicitTLS {
+		return imapclient.DialTLS(s.real, &imapclient.Options{TLSConfig: &tls.Config{RootCAs: s.pool}})
+	}
+	return imapclient.DialInsecure(s.real, nil)
+}
 
 // Dir is the server's directory (configuration, mail, log).
 func (s *Server) Dir() string { return s.dir }
@@ -126,11 +180,27 @@ func (s *Server) DropConnections() {
 	}
 }
 
+// Client is a client logged in as user, straight to dovecot (not through
+// the relay), closed when the test ends: for what a test does to a mailbox
+// besides delivering (CREATE, DELETE, STORE).
+func (s *Server) Client(t testing.TB, userName string) *imapclient.Client {
+	t.Helper()
+	c, err := s.dial()
+	if err != nil {
+		t.Fatalf("dovecottest: dial: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	if err := c.Login(userName, s.users[userName]).Wait(); err != nil {
+		t.Fatalf("dovecottest: login %s: %v", userName, err)
+	}
+	return c
+}
+
 // Append files raw (a whole RFC 5322 message, CRLF line ends) into user's
 // mailbox, as a delivery agent does, and returns its UID.
 func (s *Server) Append(t testing.TB, userName, mailbox string, raw []byte) imap.UID {
 	t.Helper()
-	c, err := imapclient.DialInsecure(s.real, nil)
+	c, err := s.dial()
 	if err != nil {
 		t.Fatalf("dovecottest: dial: %v", err)
 	}
@@ -193,7 +263,11 @@ func (s *Server) start(t testing.TB) error {
 	if err := os.WriteFile(filepath.Join(s.dir, "passwd"), []byte(pw.String()), 0o644); err != nil {
 		return err
 	}
-	conf := fmt.Sprintf(configTemplate, s.dir, uid, gid, internal, login, port)
+	tmpl := configTemplate
+	if s.opts.ImplicitTLS {
+		tmpl = tlsConfigTemplate
+	}
+	conf := fmt.Sprintf(tmpl, s.dir, uid, gid, internal, login, port)
 	confPath := filepath.Join(s.dir, "dovecot.conf")
 	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
 		return err
@@ -208,7 +282,7 @@ func (s *Server) start(t testing.TB) error {
 	go func() { exited <- cmd.Wait() }()
 	deadline := time.Now().Add(startTimeout)
 	for {
-		if greeted(s.real) {
+		if s.greeted() {
 			s.cmd, s.exited = cmd, exited // stop reaps it
 			return nil
 		}
@@ -225,9 +299,15 @@ func (s *Server) start(t testing.TB) error {
 	}
 }
 
-// greeted reports whether an IMAP server greets on addr.
-func greeted(addr string) bool {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
+// greeted reports whether dovecot greets.
+func (s *Server) greeted() bool {
+	var c net.Conn
+	var err error
+	if s.opts.ImplicitTLS {
+		c, err = tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", s.real, &tls.Config{RootCAs: s.pool})
+	} else {
+		c, err = net.DialTimeout("tcp", s.real, time.Second)
+	}
 	if err != nil {
 		return false
 	}
@@ -303,6 +383,13 @@ service imap-login {
   }
 }
 `
+
+// tlsConfigTemplate is configTemplate serving imaps:// only.
+var tlsConfigTemplate = strings.NewReplacer(
+	"ssl = no\n", "ssl = required\nssl_cert = <%[1]s/cert.pem\nssl_key = <%[1]s/key.pem\n",
+	"  inet_listener imap {\n    address = 127.0.0.1\n    port = %[6]d\n  }\n  inet_listener imaps {\n    port = 0\n  }\n",
+	"  inet_listener imap {\n    port = 0\n  }\n  inet_listener imaps {\n    address = 127.0.0.1\n    port = %[6]d\n  }\n",
+).Replace(configTemplate)
 
 // accept relays each client connection to dovecot.
 func (s *Server) accept() {

@@ -1,6 +1,8 @@
 package dovecottest
 
 import (
+	"crypto/tls"
+	"strings"
 	"testing"
 
 	"github.com/emersion/go-imap/v2/imapclient"
@@ -35,5 +37,23 @@ func TestAppendAndRead(t *testing.T) {
 	select {
 	case <-c.Closed():
 	case <-t.Context().Done():
+	}
+}
+
+// With ImplicitTLS the server speaks imaps:// with a certificate CertPool
+// trusts.
+func TestImplicitTLS(t *testing.T) {
+	s := StartWith(t, Options{ImplicitTLS: true}, User{Name: "bot", Password: "secret"})
+	if !strings.HasPrefix(s.URL(), "imaps://") {
+		t.Fatalf("URL %s", s.URL())
+	}
+	s.Append(t, "bot", "INBOX", []byte("From: a@example.com\n\nhi\n"))
+	c, err := imapclient.DialTLS(s.Addr(), &imapclient.Options{TLSConfig: &tls.Config{RootCAs: s.CertPool()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Close() }()
+	if err := c.Login("bot", "secret").Wait(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -3,13 +3,16 @@
 // requires AUTH PLAIN with the configured credentials (plain text, loopback
 // only) and records every message it accepted — envelope, raw data, headers
 // and its text and HTML parts — so a test can assert on what a recipient
-// would see. It can answer the next messages with an SMTP error, or take a
+// would see. With ImplicitTLS it speaks smtps:// (a self-signed
+// certificate the test trusts through CertPool). It can answer the next messages with an SMTP error, or take a
 // message and drop the connection before answering (the window in which a
 // client cannot know whether its message went out).
 package fakesmtp
 
 import (
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"io"
@@ -33,6 +36,9 @@ import (
 type Options struct {
 	Username, Password string // AUTH PLAIN credentials; required
 	MaxMessageBytes    int64  // SIZE limit; default 30 MiB
+	// ImplicitTLS serves TLS from the first byte (smtps://) with a
+	// self-signed certificate for 127.0.0.1 that CertPool trusts.
+	ImplicitTLS bool
 }
 
 // Message is one message the server accepted.
@@ -51,6 +57,8 @@ type Server struct {
 	opts Options
 	srv  *smtp.Server
 	ln   net.Listener
+	pool *x509.CertPool
+	cert *x509.Certificate
 
 	mu      sync.Mutex
 	msgs    []Message
@@ -71,6 +79,14 @@ func Start(t testing.TB, opts Options) *Server {
 	if err != nil {
 		t.Fatalf("fakesmtp: %v", err)
 	}
+	if opts.ImplicitTLS {
+		cert, err := testkit.SelfSigned()
+		if err != nil {
+			t.Fatalf("fakesmtp: %v", err)
+		}
+		s.pool, s.cert = cert.Pool, cert.TLS.Leaf
+		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert.TLS}, MinVersion: tls.VersionTLS12})
+	}
 	s.ln = ln
 	s.srv = smtp.NewServer(smtp.BackendFunc(s.newSession))
 	s.srv.Domain = "fakesmtp.test"
@@ -79,6 +95,7 @@ func Start(t testing.TB, opts Options) *Server {
 	s.srv.MaxRecipients = 50
 	s.srv.ReadTimeout = time.Minute
 	s.srv.WriteTimeout = time.Minute
+	s.srv.ErrorLog = testLog{t}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -95,7 +112,18 @@ func Start(t testing.TB, opts Options) *Server {
 func (s *Server) Addr() string { return s.ln.Addr().String() }
 
 // URL is the server as channels.email.smtp.url names it.
-func (s *Server) URL() string { return "smtp://" + s.Addr() }
+func (s *Server) URL() string {
+	if s.opts.ImplicitTLS {
+		return "smtps://" + s.Addr()
+	}
+	return "smtp://" + s.Addr()
+}
+
+// Certificate is the server's certificate (ImplicitTLS).
+func (s *Server) Certificate() *x509.Certificate { return s.cert }
+
+// CertPool trusts the server's certificate (ImplicitTLS).
+func (s *Server) CertPool() *x509.CertPool { return s.pool }
 
 // Messages returns the accepted messages, oldest first.
 func (s *Server) Messages() []Message {
@@ -139,6 +167,12 @@ func (s *Server) WaitFor(t testing.TB, timeout time.Duration, what string, cond 
 		return cond(), ch
 	})
 }
+
+// testLog sends the server's error log to the test's log.
+type testLog struct{ t testing.TB }
+
+func (l testLog) Printf(format string, v ...any) { l.t.Logf("fakesmtp: "+format, v...) }
+func (l testLog) Println(v ...any)               { l.t.Log(append([]any{"fakesmtp:"}, v...)...) }
 
 func (s *Server) newSession(c *smtp.Conn) (smtp.Session, error) {
 	return &session{s: s, conn: c}, nil
