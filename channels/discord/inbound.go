@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
-	"path"
 	"regexp"
 	"sort"
 	"strconv"
@@ -196,7 +194,7 @@ func (c *Adapter) normalize(ctx context.Context, m *discordgo.Message) (channels
 			}
 		}
 	}
-	msg.Media = c.downloadImages(ctx, m)
+	msg.Media = c.downloadMedia(ctx, m)
 	return msg, true
 }
 
@@ -210,33 +208,23 @@ func displayName(m *discordgo.Message) string {
 	return m.Author.Username
 }
 
-// isImage reports whether an attachment is an image.
-func isImage(a *discordgo.MessageAttachment) bool {
-	if a.ContentType != "" {
-		mt, _, err := mime.ParseMediaType(a.ContentType)
-		return err == nil && strings.HasPrefix(mt, "image/")
-	}
-	switch strings.ToLower(path.Ext(a.Filename)) {
-	case ".png", ".jpg", ".jpeg", ".gif", ".webp":
-		return true
-	}
-	return false
-}
-
-// downloadImages fetches image attachments through the injected client,
-// skipping any larger than MaxMediaBytes. Failures are logged and skipped.
-func (c *Adapter) downloadImages(ctx context.Context, m *discordgo.Message) []channels.Media {
+// downloadMedia fetches attachments of any type (images, audio, documents:
+// agent/media decides what they become) through the injected client,
+// skipping any announced larger than MaxMediaBytes before the download and
+// cutting any that turns out larger while reading. Failures are logged and
+// skipped.
+func (c *Adapter) downloadMedia(ctx context.Context, m *discordgo.Message) []channels.Media {
 	limit := c.opts.MaxMediaBytes
 	if limit < 0 {
 		return nil
 	}
 	var out []channels.Media
 	for _, a := range m.Attachments {
-		if a == nil || !isImage(a) || a.URL == "" {
+		if a == nil || a.URL == "" {
 			continue
 		}
 		if int64(a.Size) > limit {
-			c.log.Info("discord: image attachment over the size cap, skipped", "message_id", m.ID, "size", a.Size, "cap", limit)
+			c.log.Info("discord: attachment over the size cap, skipped", "message_id", m.ID, "size", a.Size, "cap", limit)
 			continue
 		}
 		data, ctype, err := c.fetch(ctx, a.URL, limit)

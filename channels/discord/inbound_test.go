@@ -154,7 +154,7 @@ func TestThreadFromGuildCreate(t *testing.T) {
 	}
 }
 
-func TestImageAttachments(t *testing.T) {
+func TestAttachments(t *testing.T) {
 	t.Parallel()
 	h := start(t, fakediscord.Options{}, func(o *Options) { o.MaxMediaBytes = 1024 })
 	png := append([]byte("\x89PNG\r\n\x1a\n"), make([]byte, 100)...)
@@ -165,11 +165,14 @@ func TestImageAttachments(t *testing.T) {
 		{Filename: "notes.txt", ContentType: "text/plain", Data: []byte("text")},
 	}})
 	got := h.sink.wait(t, 1)[0]
-	if got.MessageID != in.ID || len(got.Media) != 1 {
-		t.Fatalf("media = %d items (%+v); want only cat.png", len(got.Media), got.Media)
+	if got.MessageID != in.ID || len(got.Media) != 2 {
+		t.Fatalf("media = %d items (%+v); want cat.png and notes.txt", len(got.Media), got.Media)
 	}
 	if m := got.Media[0]; m.Name != "cat.png" || m.MIME != "image/png" || string(m.Data) != string(png) {
 		t.Errorf("media = %s %s %d bytes", m.Name, m.MIME, len(m.Data))
+	}
+	if m := got.Media[1]; m.Name != "notes.txt" || m.MIME != "text/plain" || string(m.Data) != "text" {
+		t.Errorf("media = %s %s %d bytes; a document arrives too (issue 32)", m.Name, m.MIME, len(m.Data))
 	}
 	var downloads int
 	for _, r := range h.fake.Requests() {
@@ -177,8 +180,8 @@ func TestImageAttachments(t *testing.T) {
 			downloads++
 		}
 	}
-	if downloads != 2 { // cat.png and the lying one (cut off at the cap)
-		t.Errorf("%d attachment downloads, want 2 (the CDN host must be rewritten to the fake)", downloads)
+	if downloads != 3 { // cat.png, notes.txt and the lying one (cut off at the cap)
+		t.Errorf("%d attachment downloads, want 3 (the CDN host must be rewritten to the fake)", downloads)
 	}
 }
 

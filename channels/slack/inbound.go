@@ -116,7 +116,7 @@ func (c *Adapter) buildMessage(ctx context.Context, in inbound) (channels.Messag
 	if in.user != "" && in.botID == "" {
 		msg.Sender.Name = c.userName(ctx, in.user)
 	}
-	msg.Media = c.downloadImages(ctx, in.files)
+	msg.Media = c.downloadMedia(ctx, in.files)
 	return msg, true
 }
 
@@ -224,16 +224,15 @@ func (b *cappedBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// downloadImages fetches image attachments from url_private with the bot
-// token, skipping non-images and anything over MaxMediaBytes.
-func (c *Adapter) downloadImages(ctx context.Context, files []slackapi.File) []channels.Media {
+// downloadMedia fetches files of any type (images, audio, documents:
+// agent/media decides what they become) from url_private with the bot
+// token's authorization, skipping any announced over MaxMediaBytes before
+// the download and cutting any that turns out larger while reading.
+func (c *Adapter) downloadMedia(ctx context.Context, files []slackapi.File) []channels.Media {
 	var out []channels.Media
 	for _, f := range files {
-		if !strings.HasPrefix(f.Mimetype, "image/") {
-			continue
-		}
 		if int64(f.Size) > c.opts.MaxMediaBytes {
-			c.log.Info("slack: image skipped: over the media size limit", "file", f.ID, "size", f.Size, "limit", c.opts.MaxMediaBytes)
+			c.log.Info("slack: file skipped: over the media size limit", "file", f.ID, "size", f.Size, "limit", c.opts.MaxMediaBytes)
 			continue
 		}
 		u := firstNonEmpty(f.URLPrivateDownload, f.URLPrivate)
@@ -245,7 +244,7 @@ func (c *Adapter) downloadImages(ctx context.Context, files []slackapi.File) []c
 		err := c.api.GetFileContext(dctx, u, buf)
 		cancel()
 		if err != nil {
-			c.log.Warn("slack: image download failed", "file", f.ID, "err", fmt.Errorf("%w", err))
+			c.log.Warn("slack: file download failed", "file", f.ID, "err", fmt.Errorf("%w", err))
 			continue
 		}
 		out = append(out, channels.Media{MIME: f.Mimetype, Name: f.Name, Data: buf.buf})

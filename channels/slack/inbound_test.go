@@ -133,7 +133,7 @@ func TestOwnAndNonTurnMessagesIgnored(t *testing.T) {
 	}
 }
 
-func TestImagesDownloadedAndCapped(t *testing.T) {
+func TestFilesDownloadedAndCapped(t *testing.T) {
 	f := fakeslack.New(t, fakeslack.Options{})
 	opts := testOptions(f)
 	opts.MaxMediaBytes = 64
@@ -147,15 +147,16 @@ func TestImagesDownloadedAndCapped(t *testing.T) {
 	f.SendEvent(m.Event())
 
 	got := r.sink.waitN(t, 1)[0]
-	if len(got.Media) != 1 || got.Media[0].Name != "cat.png" || got.Media[0].MIME != "image/png" ||
-		string(got.Media[0].Data) != "\x89PNG tiny cat" {
-		t.Fatalf("media = %+v, want only the small image", got.Media)
+	if len(got.Media) != 2 || got.Media[0].Name != "cat.png" || got.Media[0].MIME != "image/png" ||
+		string(got.Media[0].Data) != "\x89PNG tiny cat" ||
+		got.Media[1].Name != "notes.pdf" || got.Media[1].MIME != "application/pdf" || string(got.Media[1].Data) != "%PDF" {
+		t.Fatalf("media = %+v, want the small image and the document (issue 32)", got.Media)
 	}
 	for _, d := range f.Downloads() {
 		if !d.Authorized {
 			t.Fatalf("download of %s without the bot token", d.FileID)
 		}
-		if d.FileID != "F1" {
+		if d.FileID != "F1" && d.FileID != "F3" {
 			t.Fatalf("downloaded %s, which should have been skipped", d.FileID)
 		}
 	}

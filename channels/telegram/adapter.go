@@ -45,10 +45,15 @@
 //     `/command@thisbot` becomes `/command` and counts as a mention.
 //   - Messages sent on behalf of a chat (anonymous group admins, linked
 //     channels) carry that chat as Sender.
-//   - Media: photos (largest size under MaxMediaBytes) and image documents are
-//     downloaded through getFile; a download failure or an oversized file
-//     drops the attachment with a warning instead of failing the message
-//     (a permanent failure would otherwise block the chat's update queue).
+//   - Media: photos (largest size under MaxMediaBytes), voice notes
+//     (OGG/Opus), audio files and documents of any type are downloaded
+//     through getFile, each bounded by MaxMediaBytes before the download (the
+//     announced file_size) and while reading it. An attachment that cannot be
+//     used (too large, a failed download) is dropped with a warning instead
+//     of failing the message (a permanent failure would otherwise block the
+//     chat's update queue), and a bracketed note in Text tells the user why.
+//     What an attachment becomes for the model (a transcript, a document's
+//     text) is agent/media's business, not the adapter's.
 //   - Group→supergroup migration surfaces from Send/Edit/typing as a
 //     permanent error wrapping *MigratedError, whose MovedTo() is the new
 //     target; the handler can move the session there (errors.As on

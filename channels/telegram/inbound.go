@@ -108,9 +108,13 @@ func (c *Adapter) normalize(ctx context.Context, upd *models.Update) (channels.M
 			msg.Quote = &channels.Quote{Author: author, Text: qt, FromBot: fromBot}
 		}
 	}
-	msg.Media = c.media(ctx, m)
+	var note string
+	msg.Media, note = c.media(ctx, m)
+	if note != "" {
+		msg.Text = strings.TrimSpace(msg.Text + "\n" + note)
+	}
 	if strings.TrimSpace(msg.Text) == "" && len(msg.Media) == 0 {
-		if len(m.Photo) > 0 || m.Document != nil {
+		if len(m.Photo) > 0 || m.Document != nil || m.Voice != nil || m.Audio != nil {
 			c.log.Warn("message with an attachment that could not be used and no text ignored", "chat", m.Chat.ID, "message_id", m.ID)
 		} else {
 			c.log.Debug("message without text ignored", "chat", m.Chat.ID, "message_id", m.ID)
@@ -211,43 +215,81 @@ func isSpace(c uint16) bool { return c == ' ' || c == '\n' || c == '\t' }
 
 func isPunct(c uint16) bool { return strings.ContainsRune(",.!?:;", rune(c)) }
 
-// media downloads the message's image, if any, within MaxMediaBytes.
-func (c *Adapter) media(ctx context.Context, m *models.Message) []channels.Media {
+// media downloads the message's attachment, if any, within MaxMediaBytes:
+// a photo (its largest size under the bound), a voice note (OGG/Opus), an
+// audio file or a document of any type. An attachment that cannot be used
+// (over the bound as announced — never downloaded then — or a failed
+// download) is dropped with a warning, and note says so in words the user
+// will read in the answer.
+func (c *Adapter) media(ctx context.Context, m *models.Message) (media []channels.Media, note string) {
 	limit := c.opts.MaxMediaBytes
 	if limit < 0 {
-		return nil
+		return nil, ""
 	}
+	var fileID, mime, name, kind string
+	var size int64
 	switch {
 	case len(m.Photo) > 0:
 		ps := pickPhoto(m.Photo, limit)
 		if ps == nil {
 			c.log.Warn("photo dropped: every size exceeds max_media_bytes", "chat", m.Chat.ID, "message_id", m.ID, "limit", limit)
-			return nil
-		}
-		data, name, err := c.download(ctx, ps.FileID, limit)
-		if err != nil {
-			c.log.Warn("photo dropped", "chat", m.Chat.ID, "message_id", m.ID, "err", err)
-			return nil
+			return nil, tooLargeNote("the photo", int64(m.Photo[len(m.Photo)-1].FileSize), limit)
 		}
 		// Telegram re-encodes every photo as JPEG.
-		return []channels.Media{{MIME: "image/jpeg", Name: name, Data: data}}
-	case m.Document != nil && strings.HasPrefix(m.Document.MimeType, "image/"):
-		d := m.Document
-		if d.FileSize > limit {
-			c.log.Warn("image document dropped: exceeds max_media_bytes", "chat", m.Chat.ID, "message_id", m.ID, "size", d.FileSize, "limit", limit)
-			return nil
-		}
-		data, name, err := c.download(ctx, d.FileID, limit)
-		if err != nil {
-			c.log.Warn("image document dropped", "chat", m.Chat.ID, "message_id", m.ID, "err", err)
-			return nil
-		}
-		if d.FileName != "" {
-			name = d.FileName
-		}
-		return []channels.Media{{MIME: d.MimeType, Name: name, Data: data}}
+		fileID, mime, kind = ps.FileID, "image/jpeg", "photo"
+	case m.Voice != nil:
+		fileID, mime, name, size, kind = m.Voice.FileID, "audio/ogg", "voice.ogg", m.Voice.FileSize, "voice note"
+	case m.Audio != nil:
+		fileID, mime, name, size, kind = m.Audio.FileID, m.Audio.MimeType, m.Audio.FileName, m.Audio.FileSize, "audio"
+	case m.Document != nil:
+		fileID, mime, name, size, kind = m.Document.FileID, m.Document.MimeType, m.Document.FileName, m.Document.FileSize, "document"
+	default:
+		return nil, ""
 	}
-	return nil
+	what := "the " + kind
+	if name != "" && kind != "voice note" {
+		what = fmt.Sprintf("%s %q", what, name)
+	}
+	if size > limit {
+		c.log.Warn(kind+" dropped: exceeds max_media_bytes", "chat", m.Chat.ID, "message_id", m.ID, "size", size, "limit", limit)
+		return nil, tooLargeNote(what, size, limit)
+	}
+	data, fname, err := c.download(ctx, fileID, limit)
+	if err != nil {
+		c.log.Warn(kind+" dropped", "chat", m.Chat.ID, "message_id", m.ID, "err", err)
+		if errors.Is(err, errTooLarge) {
+			return nil, tooLargeNote(what, 0, limit)
+		}
+		return nil, fmt.Sprintf("[%s could not be downloaded from Telegram]", what)
+	}
+	if name == "" {
+		name = fname
+	}
+	if mime == "" {
+		mime = "application/octet-stream"
+	}
+	return []channels.Media{{MIME: mime, Name: name, Data: data}}, ""
+}
+
+// tooLargeNote tells the user (through the model) that an attachment was
+// not downloaded; size 0 = unknown.
+func tooLargeNote(what string, size, limit int64) string {
+	if size > 0 {
+		return fmt.Sprintf("[%s was not downloaded: it is %s, more than the %s channels.telegram.max_media_bytes allows]", what, byteText(size), byteText(limit))
+	}
+	return fmt.Sprintf("[%s was not downloaded: it is more than the %s channels.telegram.max_media_bytes allows]", what, byteText(limit))
+}
+
+func byteText(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 // pickPhoto returns the largest size whose announced file size fits limit

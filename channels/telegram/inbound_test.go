@@ -333,7 +333,7 @@ func TestPhotoDownloadFailureKeepsCaption(t *testing.T) {
 	r.fake.FailNext("getFile", 1, faketelegram.InternalError())
 	r.fake.UserSendsPhoto(42, []byte("\xff\xd8tiny"), "caption survives")
 	m := r.rec.wait(t, 1)[0]
-	if m.Text != "caption survives" || len(m.Media) != 0 {
+	if m.Text != "caption survives\n[the photo could not be downloaded from Telegram]" || len(m.Media) != 0 {
 		t.Errorf("got %+v", m)
 	}
 	if !strings.Contains(r.logs.String(), "photo dropped") {

@@ -165,6 +165,8 @@ type Server struct {
 	files         map[string]*storedFile
 	filesByPath   map[string]*storedFile
 	nextFile      int
+	voiceSeq      int // UserSendsVoice paths (media.go)
+	downloads     int // file downloads served (Downloads)
 	requests      []Request
 	failures      map[string][]Failure
 	migrated      map[int64]int64
@@ -285,6 +287,9 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	f := s.filesByPath[path]
+	if f != nil {
+		s.downloads++
+	}
 	s.mu.Unlock()
 	if f == nil {
 		writeEnvelope(w, http.StatusNotFound, envelope{ErrorCode: 404, Description: "Not Found"})

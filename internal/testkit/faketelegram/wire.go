@@ -78,6 +78,8 @@ type Message struct {
 	CaptionEntities   []MessageEntity    `json:"caption_entities,omitempty"`
 	Photo             []PhotoSize        `json:"photo,omitempty"`
 	Document          *Document          `json:"document,omitempty"`
+	Voice             *Voice             `json:"voice,omitempty"`
+	Audio             *Audio             `json:"audio,omitempty"`
 	ForumTopicCreated *ForumTopicCreated `json:"forum_topic_created,omitempty"`
 	NewChatMembers    []User             `json:"new_chat_members,omitempty"`
 	MigrateToChatID   int64              `json:"migrate_to_chat_id,omitempty"`
