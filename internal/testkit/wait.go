@@ -1,5 +1,10 @@
-// Package testkit holds what the platform fakes share; the fakes themselves
-// live in its subpackages (fakellm, faketelegram, fakeslack, fakediscord).
+// Package testkit holds what the platform fakes share (waiting on a fake's
+// changes, a self-signed loopback certificate); the fakes themselves live in
+// its subpackages: fakellm (OpenAI-compatible servers and their flavors),
+// faketranscribe (audio transcription and speech), faketelegram, fakeslack,
+// fakediscord, fakematrix, fakewhatsapp, fakesmtp, fakesearch; real servers
+// run by dovecottest (IMAP) and pgtest (PostgreSQL); browser drives
+// headless Chromium.
 package testkit
 
 import (
