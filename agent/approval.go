@@ -134,6 +134,10 @@ type ApprovalPolicy struct {
 	// pre-approved call, a call denied because nobody can approve it).
 	Audit func(ctx context.Context, rec memory.AuditRecord)
 	Now   func() time.Time
+	// Also, if set, is asked about calls that Require and the annotations
+	// let through: a non-empty reason means the call needs approval too
+	// (exec's exec.approval, which depends on the turn's persona).
+	Also func(name string, info CallInfo) string
 }
 
 // Needs reports whether a call of the tool name with annotations ann needs
@@ -157,6 +161,10 @@ func (p ApprovalPolicy) approve(ctx context.Context, call memory.ToolCall) error
 		ai.info = ci
 	}
 	need, why := p.Needs(call.Name, ai.annot)
+	if !need && p.Also != nil {
+		why = p.Also(call.Name, ai.info)
+		need = why != ""
+	}
 	if !need {
 		return nil
 	}

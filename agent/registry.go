@@ -131,6 +131,14 @@ func openAITools(tools []Tool) []openai.Tool {
 	return out
 }
 
+// OwnTimeout is implemented by tools that bound their calls themselves
+// with a timeout of their own (exec: exec.timeout, plus the time to copy the
+// workspace in and out): CallTimeout, when positive, replaces
+// agent.tool_timeout for their calls.
+type OwnTimeout interface {
+	CallTimeout() time.Duration
+}
+
 // toolRun is the outcome of one tool call.
 type toolRun struct {
 	output   string // observation given to the model (truncated)
@@ -149,13 +157,17 @@ func runTool(ctx context.Context, o Options, t Tool, args json.RawMessage) toolR
 	if rp, ok := t.(Repeatable); ok {
 		repeatable = rp.Repeatable()
 	}
+	timeout := o.ToolTimeout
+	if ot, ok := t.(OwnTimeout); ok && ot.CallTimeout() > 0 {
+		timeout = ot.CallTimeout()
+	}
 	var (
 		out string
 		err error
 		n   int
 	)
 	for n = 1; ; n++ {
-		out, err = callOnce(ctx, o.ToolTimeout, t, args)
+		out, err = callOnce(ctx, timeout, t, args)
 		if err == nil || ctx.Err() != nil || n > o.ToolRetries {
 			break
 		}
@@ -176,7 +188,7 @@ func runTool(ctx context.Context, o Options, t Tool, args json.RawMessage) toolR
 		run.isError = true
 		msg := err.Error()
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			msg = fmt.Sprintf("the tool did not finish within %s", o.ToolTimeout)
+			msg = fmt.Sprintf("the tool did not finish within %s", timeout)
 		}
 		if n > 1 {
 			msg = fmt.Sprintf("%s (after %d attempts)", msg, n)

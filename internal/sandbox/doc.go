@@ -54,11 +54,17 @@
 //     nothing at all is written back. A canceled run writes nothing back.
 //     The directory is removed after every run.
 //
-// Not bounded while the command runs: the workspace directory's disk use
-// (each file is bounded by RLIMIT_FSIZE, their number only by the timeout;
-// write-back then refuses the result). Put Options.TempDir on a tmpfs with
-// a size (as /tmp's tmpfs is) to bound it, and to make materializing
-// faster than a journaled disk.
+// The workspace directory's disk use while the command runs (each file is
+// bounded by RLIMIT_FSIZE, their number is not) is measured every 100 ms
+// (watch.go): past twice workspace.max_bytes (at least max_bytes + 64 MiB)
+// in allocated blocks, or past the entries the write-back walks, the
+// sandbox is killed and the result Refused, naming the bound. Between two
+// measurements a command can still write what the disk takes in 100 ms, so
+// put Options.TempDir on a tmpfs with a size (/dev/shm, or /tmp's tmpfs),
+// which also makes materializing faster than a journaled disk.
+//
+// Run also takes a shorter wall-clock timeout from its context
+// (WithTimeout): the exec tool's timeout argument.
 //
 // No sandbox, no exec: without a working bwrap, Run and Check return an
 // *UnavailableError (errors.Is ErrUnavailable) that says what to install;

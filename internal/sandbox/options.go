@@ -121,6 +121,7 @@ func New(o Options) (*Runner, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	r := &Runner{o: o, log: log.With("component", "sandbox"), asRoot: os.Geteuid() == 0}
+	sweepStale(o.TempDir, time.Now(), r.log) // stale.go
 	if o.Mode == ModeNone {
 		r.log.Warn("exec.sandbox is none: commands run UNSANDBOXED as the daemon's user, " +
 			"with its files, network and environment within reach; install bubblewrap and set exec.sandbox: bwrap")

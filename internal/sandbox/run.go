@@ -60,15 +60,22 @@ func (r *Runner) run(ctx context.Context, command string, files []File, lim Limi
 	if bwrap && r.asRoot {
 		owner = r.o.UID
 	}
-	base, err := os.MkdirTemp(r.o.TempDir, "switchboard-exec-")
+	base, err := os.MkdirTemp(r.o.TempDir, runPrefix)
 	if err != nil {
 		return Result{}, fmt.Errorf("exec: run directory: %w", err)
 	}
+	lock, lerr := lockRun(base) // stale.go: a dead daemon's directory is swept
 	defer func() {
 		if rerr := removeAll(base); rerr != nil {
 			r.log.Warn("exec: could not remove the run directory", "dir", base, "err", rerr)
 		}
+		if lock != nil {
+			lock.Close()
+		}
 	}()
+	if lerr != nil {
+		return Result{}, fmt.Errorf("exec: run directory: %w", lerr)
+	}
 	work := filepath.Join(base, "workspace")
 	if err := os.Mkdir(work, 0o700); err != nil {
 		return Result{}, fmt.Errorf("exec: run directory: %w", err)
@@ -86,8 +93,11 @@ func (r *Runner) run(ctx context.Context, command string, files []File, lim Limi
 
 	var cmd *exec.Cmd
 	var info *os.File // read end of bwrap's --info-fd
-	runCtx, cancel := context.WithTimeout(ctx, r.o.Timeout)
+	timeoutCtx, cancel := context.WithTimeout(ctx, r.timeoutFor(ctx))
 	defer cancel()
+	// The disk watcher (watch.go) stops a command with a cause.
+	runCtx, stopRun := context.WithCancelCause(timeoutCtx)
+	defer stopRun(nil)
 	if bwrap {
 		path, err := r.bwrapPath()
 		if err != nil {
@@ -160,7 +170,18 @@ func (r *Runner) run(ctx context.Context, command string, files []File, lim Limi
 			pid1.open(msg.ChildPid, cmd.Process.Pid)
 		}
 	}
+	endWatch := func() {}
+	if !check {
+		watchCtx, stopWatch := context.WithCancel(runCtx)
+		watched := make(chan struct{})
+		go func() {
+			defer close(watched)
+			watchDisk(watchCtx, work, lim, stopRun)
+		}()
+		endWatch = func() { stopWatch(); <-watched }
+	}
 	waitErr := cmd.Wait()
+	endWatch()
 	// On every path bwrap's exit follows its pid 1's, but if bwrap itself
 	// had to be killed, wait here until the sandbox is gone too.
 	if !pid1.wait(10 * time.Second) {
@@ -174,7 +195,13 @@ func (r *Runner) run(ctx context.Context, command string, files []File, lim Limi
 	if ctx.Err() != nil {
 		return res, fmt.Errorf("exec: canceled: %w", context.Cause(ctx))
 	}
-	res.TimedOut = errors.Is(runCtx.Err(), context.DeadlineExceeded)
+	res.TimedOut = errors.Is(timeoutCtx.Err(), context.DeadlineExceeded)
+	var over *errOverDisk
+	if errors.As(context.Cause(runCtx), &over) && !res.TimedOut {
+		r.log.Info("exec: stopped over the workspace bounds", "bound", over.reason)
+		res.Refused = over.reason
+		return res, nil
+	}
 	if waitErr != nil && res.ExitCode < 0 && !res.TimedOut {
 		return res, fmt.Errorf("exec: %w", waitErr)
 	}
