@@ -28,6 +28,13 @@ type Result struct {
 	Duration     time.Duration
 	FinishReason FinishReason
 	Trace        []TraceEntry
+	// Files is the workspace change committed with the turn (nil: none);
+	// the handler's recommit after a storage failure carries it too.
+	Files      *memory.WorkspaceChange
+	FileLimits memory.WorkspaceLimits
+	// Spoke: the user's message was a voice note (transcribed), so the
+	// handler may answer with a voice note too (media.speech).
+	Spoke bool
 }
 
 // Agent runs turns: it owns the per-session lock, the session usage totals
@@ -199,7 +206,7 @@ func (a *Agent) run(ctx context.Context, req Request, job CallInfo) (Result, err
 		chain:   a.models.chainFor(persona),
 	}
 	t.callInfo = CallInfo{SessionKey: req.SessionKey, Persona: persona.Name, JobName: job.JobName,
-		DeliverTo: job.DeliverTo, TurnID: t.id, Skills: persona.Skills}
+		DeliverTo: job.DeliverTo, TurnID: t.id, Skills: persona.Skills, Files: a.newTurnFiles(req.SessionKey)}
 	t.runtime = a.builder.RuntimeBlock(req.Runtime, job.JobName)
 	if a.o.Gate != nil {
 		ctx = withGateCall(ctx, t.gateCall()) // for the summarizer (budget.go)

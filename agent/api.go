@@ -81,6 +81,10 @@ const (
 	// EventReset means text streamed so far in this step was not the answer
 	// (it preceded a tool call): a streaming consumer should discard it.
 	EventReset
+	// EventSpoke means the user's message was a voice note, transcribed
+	// (Result.Spoke, known before the commit): the handler may answer with a
+	// voice note too.
+	EventSpoke
 )
 
 // Event is one streaming event of a turn.

@@ -49,7 +49,11 @@ type turn struct {
 	toolCalls  int
 	callSeq    int
 	ranTools   bool
-	partial    strings.Builder // text streamed to the user in the current step
+	partial    strings.Builder         // text streamed to the user in the current step
+	files      *memory.WorkspaceChange // the staged file change to commit (workspace.go)
+
+	mediaNotices []string // what the attachments could not give (attachments.go)
+	spoke        bool     // a voice note was transcribed
 }
 
 type stepOut struct {
@@ -93,17 +97,16 @@ func (t *turn) now() time.Time { return t.o.Now() }
 
 // execute runs the turn and commits it.
 func (t *turn) execute(parent context.Context) (Result, error) {
+	if g, ok := t.o.Gate.(turnEnder); ok {
+		defer g.TurnEnded(t.req.SessionKey) // after the commit: its tokens are in the book
+	}
 	if err := t.readContext(parent); err != nil {
 		return Result{TurnID: t.id, FinishReason: FinishAPIError}, err
 	}
 	t.mode = t.pickMode()
 	t.system = t.a.systemPrompt(t.persona, t.tools, t.mode)
 
-	user := memory.Message{Role: memory.RoleUser, Content: t.req.Text, Name: t.req.Runtime.SenderName, Time: t.started}
-	for _, m := range t.req.Media {
-		user.Media = append(user.Media, memory.MediaRef{MIME: m.MIME, Name: m.Name, Size: len(m.Data)})
-	}
-	t.msgs = []memory.Message{user}
+	t.msgs = []memory.Message{t.userMessage(parent)} // attachments prepared (attachments.go)
 
 	// whole ends at TurnTimeout; the work (ctx) stops the grace before it so
 	// the closing answer fits inside the turn's time.
@@ -126,10 +129,13 @@ func (t *turn) execute(parent context.Context) (Result, error) {
 	} else {
 		t.tr.enter(StateCompleted)
 	}
+	text = t.withMediaNotices(text)
+	text = t.settleFiles(parent, text)
 	ended := t.now()
 	res := Result{
 		TurnID: t.id, Text: text, Messages: t.msgs, Usage: t.usage, Models: t.models, Iterations: t.iterations,
 		ToolCalls: t.toolCalls, Duration: ended.Sub(t.started), FinishReason: finish, Trace: t.tr.entries,
+		Files: t.files, FileLimits: t.callInfo.Files.Limits(), Spoke: t.spoke,
 	}
 	if err := t.commit(parent, finish, text, ended); err != nil {
 		runErr = errors.Join(runErr, err)
@@ -162,6 +168,9 @@ func (t *turn) commit(parent context.Context, finish FinishReason, text string, 
 	turn := memory.Turn{ID: t.id, Messages: t.msgs, Usage: t.usage, Started: t.started, Ended: ended,
 		FinishReason: string(finish), Answer: text, Models: t.models}
 	t.recordTurn(&turn)
+	if t.files != nil {
+		turn.Files, turn.FileLimits = t.files, t.callInfo.Files.Limits()
+	}
 	if finish != FinishAPIError && finish != FinishCanceled {
 		turn.Sources = t.req.Sources
 	}

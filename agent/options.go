@@ -90,7 +90,7 @@ type Options struct {
 	MaxTokens   int      // 0 = the server's default
 
 	Timeout           time.Duration // one model call attempt, first chunk to the end of the stream (120s)
-	MaxRetries        int           // model call retries (3)
+	MaxRetries        int           // model call retries (3); negative = none
 	RetryBase         time.Duration // first backoff (1s), doubling
 	RetryMax          time.Duration // backoff cap (10s)
 	MaxRetryAfter     time.Duration // a longer Retry-After is not waited for (60s)
@@ -163,6 +163,20 @@ type Options struct {
 	// the newest that fit (DefaultNotesMaxCount, DefaultNotesMaxChars).
 	NotesMaxCount int
 	NotesMaxChars int
+
+	// Workspace is where the chats' files are read (memory.Store); each
+	// turn stages its file changes over it and commits them with the turn
+	// (workspace.go). nil = no workspace: the file tools refuse.
+	Workspace WorkspaceStore
+	// WorkspaceLimits returns the bounds a turn's files are checked
+	// against, read at the start of each turn (hot reload); nil = the
+	// defaults (memory.WorkspaceLimits).
+	WorkspaceLimits func() memory.WorkspaceLimits
+
+	// Media turns a turn's attachments into model input (voice notes
+	// transcribed, documents read: agent/media, attachments.go); nil =
+	// images go to the model, other attachments are only named.
+	Media MediaPreparer
 }
 
 func defInt(v, def int) int {
@@ -171,6 +185,19 @@ func defInt(v, def int) int {
 		return def
 	case v < 0:
 		return 0
+	}
+	return v
+}
+
+// defNone is defInt for a count whose negative value means "none": it
+// stays negative, so options defaulted twice (the agent's, then each
+// endpoint's provider's) keep meaning none rather than the default.
+func defNone(v, def int) int {
+	switch {
+	case v == 0:
+		return def
+	case v < 0:
+		return -1
 	}
 	return v
 }
@@ -191,12 +218,12 @@ func (o Options) withDefaults() Options {
 		o.Model = defaults.Model
 	}
 	o.Timeout = defDur(o.Timeout, defaults.Timeout)
-	o.MaxRetries = defInt(o.MaxRetries, defaults.MaxRetries)
+	o.MaxRetries = defNone(o.MaxRetries, defaults.MaxRetries)
 	o.RetryBase = defDur(o.RetryBase, time.Second)
 	o.RetryMax = defDur(o.RetryMax, 10*time.Second)
 	o.MaxRetryAfter = defDur(o.MaxRetryAfter, 60*time.Second)
 	o.StreamIdleTimeout = defDur(o.StreamIdleTimeout, o.Timeout)
-	o.MaxResponseChars = defInt(o.MaxResponseChars, defaults.MaxResponseChars)
+	o.MaxResponseChars = defNone(o.MaxResponseChars, defaults.MaxResponseChars)
 	if o.ToolProtocol == "" {
 		o.ToolProtocol = defaults.ToolProtocol
 	}

@@ -63,6 +63,9 @@ type CallInfo struct {
 	// Skills is the persona's skills allowlist (Persona.Skills: nil = every
 	// skill, empty non-nil = none).
 	Skills []string
+	// Files is the turn's overlay over the chat's workspace (workspace.go);
+	// nil when the agent has no workspace store.
+	Files *TurnFiles
 }
 
 type callInfoKey struct{}

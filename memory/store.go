@@ -22,6 +22,8 @@
 //     scheduler, the handler and the CLI keep besides conversations;
 //   - UsageBook: tokens per day, chat, persona, job and model, kept in the
 //     turn's own commit (usage.go);
+//   - Workspace: the files of each chat, bounded, changed in the turn's own
+//     commit or by ApplyFiles, all of a change or none (workspace.go);
 //   - Maintenance: retention (Prune), counts (Stats), the integrity check
 //     `doctor` runs (Check) and Close;
 //   - Prober, optional: whether the store can serve now (the database
@@ -144,5 +146,6 @@ type Store interface {
 	Audit
 	KV
 	UsageBook
+	Workspace
 	Maintenance
 }

@@ -92,4 +92,10 @@ type Turn struct {
 	// count toward in the usage book; "" = the UTC day of Ended. It is an
 	// input of the commit, not stored with the turn.
 	Day string `json:"-"`
+	// Files are the workspace changes of the turn (the agent's per-turn
+	// overlay), applied in the turn's own commit within FileLimits; a change
+	// that no longer fits is dropped, not the turn (workspace.go). Inputs of
+	// the commit, not stored with the turn.
+	Files      *WorkspaceChange `json:"-"`
+	FileLimits WorkspaceLimits  `json:"-"`
 }

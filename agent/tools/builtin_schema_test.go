@@ -31,7 +31,7 @@ func builtinTools(t *testing.T) []agent.Tool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return []agent.Tool{
+	return append([]agent.Tool{
 		tools.NewCurrentTime(nil, nil),
 		fetch,
 		search,
@@ -39,7 +39,7 @@ func builtinTools(t *testing.T) []agent.Tool {
 		heartbeat.NewScheduleTool(nil),
 		heartbeat.NewSendMessageTool(nil, nil, nil, nil),
 		skills.NewTool(nil, 0),
-	}
+	}, tools.NewFiles(tools.FilesOptions{})...)
 }
 
 // TestBuiltinToolSchemasUnchanged: the argument schema every built-in tool

@@ -2,8 +2,10 @@
 // web_fetch (both agent.Repeatable: no side effects; built by their own
 // constructors or together by New), and memory (NewMemory: the chat's
 // long-term notes — save/search/list/forget, scoped to the calling session,
-// not Repeatable since save and forget have effects), and web_search
-// (NewWebSearch, Repeatable). The schedule and send_message tools live with
+// not Repeatable since save and forget have effects), web_search
+// (NewWebSearch, Repeatable) and the file tools read_file, write_file,
+// edit_file, list_files and delete_file (NewFiles, files.go: the chat's
+// workspace through the turn's overlay, agent/workspace.go). The schedule and send_message tools live with
 // the scheduler in package heartbeat; the skill tool in agent/skills.
 //
 // Design decisions:

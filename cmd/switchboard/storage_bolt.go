@@ -35,7 +35,7 @@ func readBolt(path string, timeout time.Duration) (postgres.Import, error) {
 		}{
 			{"sessions", readBoltSessions}, {"notes", readBoltNotes}, {"dedup", readBoltDedup},
 			{"inbox and outbox", readBoltQueues}, {"jobs and runs", readBoltJobs}, {"audit and kv", readBoltAuditKV},
-			{"usage", readBoltUsage},
+			{"usage", readBoltUsage}, {"workspace", readBoltFiles},
 		}
 		for _, st := range steps {
 			if err := st.fn(tx, &d); err != nil {

@@ -187,6 +187,9 @@ func (d *decoder) decodeValue(n *yaml.Node, v reflect.Value, key string) {
 	case t == durationType:
 		d.decodeDuration(n, v, key)
 		return
+	case t == sizeType:
+		d.decodeSize(n, v, key)
+		return
 	case t == sectionsType:
 		d.decodeChannels(n, v, key)
 		return

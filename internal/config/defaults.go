@@ -62,9 +62,13 @@ func defaultWith(reg *platform.Registry) *Config {
 			AuditMaxRecords: 100000,
 			RunsPerJob:      100,
 		},
-		Storage: Storage{Backend: "bolt"},
-		Cluster: Cluster{LeaseTTL: 15 * time.Second},
-		MCP:     MCP{Servers: map[string]MCPServer{}},
+		Storage:   Storage{Backend: "bolt"},
+		Cluster:   Cluster{LeaseTTL: 15 * time.Second},
+		MCP:       MCP{Servers: map[string]MCPServer{}},
+		Tasks:     Tasks{MaxPerChat: 3, MaxRunning: 8, MaxDuration: 30 * time.Minute},
+		Workspace: DefaultWorkspace(),
+		Exec:      DefaultExec(),
+		Media:     DefaultMedia(),
 	}
 }
 
@@ -100,7 +104,8 @@ func defaultAgent() Agent {
 		MaxAnswerChunks:    8,
 		RequireApproval:    []string{},
 		ApprovalTimeout:    5 * time.Minute,
-		Tools:              []string{"current_time", "web_fetch", "memory", "schedule", "send_message", "skill"},
+		Tools: []string{"current_time", "web_fetch", "memory", "schedule", "send_message", "skill",
+			"read_file", "write_file", "edit_file", "list_files", "delete_file"},
 		WebFetch: WebFetch{
 			AllowDomains: []string{},
 			MaxBytes:     mib,
@@ -137,4 +142,6 @@ var coreEnvDefaults = []envDefault{
 	{"llm.api_key", "OPENAI_API_KEY"},
 	{"agent.web_search.api_key", "BRAVE_API_KEY"},
 	{"storage.postgres.url", "DATABASE_URL"},
+	{"media.transcription.base_url", "TRANSCRIBE_BASE_URL"},
+	{"media.transcription.api_key", "TRANSCRIBE_API_KEY"},
 }

@@ -352,6 +352,10 @@ func TestSetEveryKeyOfShippedConfig(t *testing.T) {
 		"channels.email.address": "bot@example.com", "channels.email.imap.url": "imaps://imap.example.com:993",
 		"channels.email.imap.username": "bot", "channels.email.imap.mailbox": "Bot", "channels.email.smtp.url": "smtps://smtp.example.com:465",
 		"channels.email.smtp.username": "bot", "channels.email.authserv_id": "mx.example.com",
+		// media
+		"media.transcription.base_url": "http://127.0.0.1:8080/v1", "media.transcription.model": "whisper-large-v3",
+		"media.transcription.language": "de", "media.speech.base_url": "http://127.0.0.1:8880/v1",
+		"media.speech.model": "tts-1", "media.speech.voice": "alloy",
 	}
 	src, err := os.ReadFile("../../config.yaml")
 	if err != nil {

@@ -11,7 +11,8 @@ import (
 // agent.tools and a persona's tools list may use. (agent/tools and
 // heartbeat define them; a test in internal/daemon keeps the two in step.)
 func BuiltinTools() []string {
-	return []string{"current_time", "memory", "schedule", "send_message", "skill", "web_fetch", "web_search"}
+	return []string{"current_time", "delete_file", "edit_file", "exec", "list_files", "memory", "read_file", "schedule",
+		"send_file", "send_message", "skill", "spawn", "web_fetch", "web_search", "write_file"}
 }
 
 // IsSecretKey reports whether key (a dotted path such as "llm.api_key")

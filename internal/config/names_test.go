@@ -51,7 +51,7 @@ func TestUnknownToolNames(t *testing.T) {
 		t.Fatal("unknown tools accepted")
 	}
 	for _, want := range []string{
-		"c.yaml:4: agent.tools[1]: unknown tool \"nope\"; known: current_time, memory, schedule, send_message, skill, web_fetch, web_search",
+		"c.yaml:4: agent.tools[1]: unknown tool \"nope\"; known: current_time, delete_file, edit_file, exec, list_files, memory, read_file, schedule, send_file, send_message, skill, spawn, web_fetch, web_search, write_file",
 		"c.yaml:5: agent.tools[2]: unknown tool \"web_fetc\" (did you mean \"web_fetch\"?)",
 	} {
 		if !strings.Contains(err.Error(), want) {

@@ -34,6 +34,10 @@ type Config struct {
 	Storage   Storage   `yaml:"storage"`
 	Cluster   Cluster   `yaml:"cluster"`
 	MCP       MCP       `yaml:"mcp"`
+	Tasks     Tasks     `yaml:"tasks"`
+	Workspace Workspace `yaml:"workspace"`
+	Exec      Exec      `yaml:"exec"`  // the exec tool (exec.go)
+	Media     Media     `yaml:"media"` // voice notes and documents (media.go)
 
 	// Path is the file the configuration was loaded from ("" for Default()).
 	Path string `yaml:"-"`
@@ -286,6 +290,18 @@ type Cluster struct {
 	// a Discord shard) lives unrenewed: a dead replica's leases are taken
 	// over within it. Default 15s.
 	LeaseTTL time.Duration `yaml:"lease_ttl"`
+}
+
+// Tasks limits background tasks (the spawn tool; package internal/tasks).
+type Tasks struct {
+	// MaxPerChat is how many tasks one chat may have queued or running; the
+	// spawn tool refuses more. Default 3.
+	MaxPerChat int `yaml:"max_per_chat"`
+	// MaxRunning is how many tasks run at once (across replicas); more wait
+	// queued. Default 8.
+	MaxRunning int `yaml:"max_running"`
+	// MaxDuration bounds one task's run; a longer one fails. Default 30m.
+	MaxDuration time.Duration `yaml:"max_duration"`
 }
 
 // StoragePostgres is storage.postgres.

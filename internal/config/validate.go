@@ -213,6 +213,9 @@ func (v *validator) llm() {
 	}
 	v.fallbacks()
 	v.budget()
+	v.workspace()
+	v.exec()
+	v.media()
 }
 
 func (v *validator) agent() {

@@ -39,6 +39,8 @@ var funcs = template.FuncMap{
 	"thousands":    thousands,
 	"thousandsInt": func(n int) string { return thousands(int64(n)) },
 	"money":        money,
+	// files.go
+	"filesize": fileSize,
 }
 
 // newPageSet lists the pages of fsys (templates/*.html; layout.html and

@@ -10,17 +10,21 @@ import (
 	bbolt "go.etcd.io/bbolt"
 )
 
-// MoveSession renames a session (its messages, turns, archives and notes)
-// from one key to another in one transaction — for a Telegram group upgraded
-// to a supergroup, whose chat id changes. It fails if the new key already has
-// a session; moving a session that does not exist is a no-op.
+// MoveSession renames a session (its messages, turns, archives, notes and
+// workspace files) from one key to another in one transaction — for a
+// Telegram group upgraded to a supergroup, whose chat id changes. It fails if
+// the new key already has a session (or files); moving a session that does
+// not exist is a no-op.
 func (s *Store) MoveSession(ctx context.Context, from, to string) error {
 	if from == to {
 		return nil
 	}
 	return s.update(ctx, "move session", func(tx *bbolt.Tx) error {
-		for _, top := range [][]byte{bSessions, bArchives, bNotes} {
+		for _, top := range [][]byte{bSessions, bArchives, bNotes, bWorkspace} {
 			parent := tx.Bucket(top)
+			if parent == nil {
+				continue // no chat has files yet (workspace.go)
+			}
 			src := parent.Bucket([]byte(from))
 			if src == nil {
 				continue

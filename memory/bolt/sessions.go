@@ -131,6 +131,9 @@ func appendTurnTx(tx *bbolt.Tx, a *txArena, key string, turn memory.Turn, now ti
 	if err := addUsageTx(tx, memory.UsageRowsOf(key, turn, now)); err != nil {
 		return err
 	}
+	if err := applyTurnFiles(tx, key, turn, now); err != nil {
+		return err
+	}
 	return markAnswered(tx, a, turn)
 }
 

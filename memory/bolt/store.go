@@ -40,6 +40,12 @@
 //	                          16 bytes: prompt and completion tokens (big-endian
 //	                          uint64); plus the totals <day> and <day>\x00<chat>
 //	                          (one Get each for the budget gate; usage.go)
+//	tasks/<seq>               TaskRecord (JSON); the task's id is "t<seq>" (tasks.go)
+//	workspace/<chat>/files/<path>
+//	                          FileInfo of a workspace file (workspace.go)
+//	workspace/<chat>/data/<path>\x00<n>
+//	                          the file's content, chunk n (4-byte big-endian),
+//	                          at most 256 KiB each
 //
 // # Design decisions
 //

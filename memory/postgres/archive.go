@@ -200,11 +200,11 @@ func (s *Store) ExportSession(ctx context.Context, key string, w io.Writer) erro
 	return nil
 }
 
-// MoveSession renames a session (its turns, archives and notes) from one key
-// to another in one transaction — for a Telegram group upgraded to a
-// supergroup, whose chat id changes. It fails if the new key already has a
-// session (or notes, when the old key has notes too); moving a session that
-// does not exist is a no-op.
+// MoveSession renames a session (its turns, archives, notes and workspace
+// files) from one key to another in one transaction — for a Telegram group
+// upgraded to a supergroup, whose chat id changes. It fails if the new key
+// already has a session (or notes or files, when the old key has them too);
+// moving a session that does not exist is a no-op.
 func (s *Store) MoveSession(ctx context.Context, from, to string) error {
 	if from == to {
 		return nil
@@ -234,6 +234,6 @@ func (s *Store) MoveSession(ctx context.Context, from, to string) error {
 				return fmt.Errorf("move notes: %w", err)
 			}
 		}
-		return nil
+		return moveFilesTx(ctx, tx, from, to)
 	})
 }

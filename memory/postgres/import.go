@@ -27,6 +27,8 @@ type Import struct {
 	KV       map[string][]byte
 	// Usage is the usage book (memory.UsageBook rows).
 	Usage []memory.UsageRow
+	// Files are the chats' workspace files (memory.Workspace).
+	Files []ImportFile
 }
 
 // ImportSession is one session: its metadata (Archived is derived from
@@ -47,7 +49,7 @@ type DedupRecord struct {
 }
 
 // tables lists every data table, for emptiness checks and --force.
-var tables = []string{"sessions", "archives", "turns", "dedup", "inbox", "outbox", "notes", "jobs", "runs", "audit", "kv", "usage_daily"}
+var tables = []string{"sessions", "archives", "turns", "dedup", "inbox", "outbox", "notes", "jobs", "runs", "audit", "kv", "usage_daily", "workspace_files"}
 
 // Empty reports whether the database holds no record at all.
 func (s *Store) Empty(ctx context.Context) (bool, error) {
@@ -74,7 +76,7 @@ func (s *Store) Empty(ctx context.Context) (bool, error) {
 func (s *Store) Import(ctx context.Context, d Import, replace bool) error {
 	return s.tx(ctx, "import", func(tx pgx.Tx) error {
 		if replace {
-			if _, err := tx.Exec(ctx, `TRUNCATE sessions, archives, turns, dedup, inbox, outbox, notes, jobs, runs, audit, kv, usage_daily RESTART IDENTITY`); err != nil {
+			if _, err := tx.Exec(ctx, `TRUNCATE sessions, archives, turns, dedup, inbox, outbox, notes, jobs, runs, audit, kv, usage_daily, workspace_files RESTART IDENTITY`); err != nil {
 				return fmt.Errorf("empty the database: %w", err)
 			}
 		}
@@ -83,6 +85,7 @@ func (s *Store) Import(ctx context.Context, d Import, replace bool) error {
 			fn   func(context.Context, pgx.Tx, Import) error
 		}{
 			{"sessions", importSessions}, {"records", importRecords}, {"jobs", importJobs}, {"usage", importUsage},
+			{"workspace", importFiles},
 		}
 		for _, st := range steps {
 			if err := st.fn(ctx, tx, d); err != nil {

@@ -89,6 +89,9 @@ func appendTurnTx(ctx context.Context, tx pgx.Tx, key string, turn memory.Turn, 
 	if err := addUsageTx(ctx, tx, memory.UsageRowsOf(key, turn, now)); err != nil {
 		return err
 	}
+	if err := applyTurnFiles(ctx, tx, key, turn, now); err != nil {
+		return err
+	}
 	if len(turn.Sources) > 0 {
 		// Items already removed with InboxDone are simply not there.
 		_, err = tx.Exec(ctx, `UPDATE inbox SET state = 'answered', turn_id = $2, answer = $3 WHERE id = ANY($1)`,

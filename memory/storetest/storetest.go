@@ -3,7 +3,10 @@
 // keeps everything, turns with tool calls round-trip, history is cut at turn
 // boundaries and sanitized, dedup expires on an injected clock, inbox
 // pending/answered/done, outbox intents and receipts, jobs and runs, audit,
-// notes, kv, prune, stats and check, export, move, archives and reset.
+// notes, kv, prune, stats and check, export, move, archives and reset, background
+// tasks (claims, leases, finish and delivery once), the workspace (bounds,
+// all-or-nothing changes, files in the turn's commit, kept by reset, moved
+// with the session).
 //
 // An implementation's tests call Run with a Factory that opens (or reopens)
 // the store kept in a directory. What only one backend can show (bolt's file
@@ -62,6 +65,12 @@ func Run(t *testing.T, open Factory) {
 		{"JobsAndRuns", h.testJobsAndRuns},
 		{"Prune", h.testPrune},
 		{"UsageBook", h.testUsageBook},
+		{"WorkspaceFiles", h.testWorkspaceFiles},
+		{"WorkspaceBounds", h.testWorkspaceBounds},
+		{"WorkspaceInTurnCommit", h.testWorkspaceInTurnCommit},
+		{"TasksLifecycle", h.testTasksLifecycle},
+		{"TasksLeaseTakeover", h.testTasksLeaseTakeover},
+		{"TasksClaimExclusive", h.testTasksClaimExclusive},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, tc.fn)
