@@ -356,6 +356,8 @@ func TestSetEveryKeyOfShippedConfig(t *testing.T) {
 		"media.transcription.base_url": "http://127.0.0.1:8080/v1", "media.transcription.model": "whisper-large-v3",
 		"media.transcription.language": "de", "media.speech.base_url": "http://127.0.0.1:8880/v1",
 		"media.speech.model": "tts-1", "media.speech.voice": "alloy",
+		// exec ("none" is allowed and logs a warning at start)
+		"exec.sandbox": "none", "exec.temp_dir": "/var/tmp",
 	}
 	src, err := os.ReadFile("../../config.yaml")
 	if err != nil {

@@ -260,6 +260,8 @@ func scalarText(v reflect.Value) (string, bool) {
 		return v.Interface().(Secret).String(), true
 	case v.Type() == durationType:
 		return FormatDuration(time.Duration(v.Int())), true
+	case v.Type() == sizeType:
+		return Size(v.Int()).String(), true
 	}
 	switch v.Kind() {
 	case reflect.String:
@@ -288,7 +290,7 @@ func toAny(v reflect.Value) any {
 		case reflect.Bool:
 			return v.Bool()
 		case reflect.Int, reflect.Int64:
-			if v.Type() != durationType {
+			if v.Type() != durationType && v.Type() != sizeType {
 				return int(v.Int())
 			}
 		case reflect.Float32, reflect.Float64:
@@ -330,7 +332,7 @@ func toNode(v reflect.Value) *yaml.Node {
 	}
 	if s, ok := scalarText(v); ok {
 		n := &yaml.Node{Kind: yaml.ScalarNode, Value: s}
-		if v.Kind() == reflect.String || v.Type() == secretType || v.Type() == durationType {
+		if v.Kind() == reflect.String || v.Type() == secretType || v.Type() == durationType || v.Type() == sizeType {
 			n.Tag = "!!str"
 		}
 		return n
