@@ -147,6 +147,7 @@ func (a *Agent) ProcessDirect(ctx context.Context, sessionKey, text string, opts
 	res, err := a.run(ctx, Request{
 		SessionKey: sessionKey, Text: text, Runtime: opts.Runtime, Persona: opts.Persona,
 		Tools: opts.Tools, NoTools: opts.NoTools, OnEvent: opts.OnEvent, Admin: opts.Admin, direct: true,
+		BillTo: opts.BillTo, TokenBudget: opts.TokenBudget,
 	}, CallInfo{JobName: opts.JobName, DeliverTo: opts.DeliverTo})
 	if err != nil {
 		return res.Text, err
@@ -204,6 +205,9 @@ func (a *Agent) run(ctx context.Context, req Request, job CallInfo) (Result, err
 		seen:    map[string]int{},
 		started: a.o.Now(),
 		chain:   a.models.chainFor(persona),
+	}
+	if req.TokenBudget > 0 && (t.o.TokenBudget <= 0 || req.TokenBudget < t.o.TokenBudget) {
+		t.o.TokenBudget = req.TokenBudget
 	}
 	t.callInfo = CallInfo{SessionKey: req.SessionKey, Persona: persona.Name, JobName: job.JobName,
 		DeliverTo: job.DeliverTo, TurnID: t.id, Skills: persona.Skills, Files: a.newTurnFiles(req.SessionKey)}

@@ -54,6 +54,9 @@ type Request struct {
 	// Admin says the turn runs for a bot admin: llm.budget does not limit
 	// it unless configured to (budget.go).
 	Admin bool
+	// BillTo and TokenBudget: DirectOptions'.
+	BillTo      string
+	TokenBudget int
 	// direct marks a ProcessDirect turn: a budget refusal is returned as
 	// its error.
 	direct bool

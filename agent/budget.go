@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -38,6 +39,10 @@ type GateCall struct {
 	Job string
 	// Admin says the turn runs for a bot admin (or the operator).
 	Admin bool
+	// BillTo is the chat the turn's usage counts against when it is not
+	// SessionKey (a background task's chat): that chat's per-chat budget
+	// applies to it, as to the chat's own turns.
+	BillTo string
 	// Used is what the turn itself has used so far (not yet in the store).
 	Used memory.Usage
 }
@@ -88,7 +93,8 @@ func (t *turn) gate(ctx context.Context) error {
 }
 
 func (t *turn) gateCall() GateCall {
-	return GateCall{SessionKey: t.req.SessionKey, Persona: t.persona.Name, Job: t.job(), Admin: t.req.Admin, Used: t.usage}
+	return GateCall{SessionKey: t.req.SessionKey, Persona: t.persona.Name, Job: t.job(), Admin: t.req.Admin, Used: t.usage,
+		BillTo: t.req.BillTo}
 }
 
 func (a *Agent) gateErr(ctx context.Context, c GateCall) error {
@@ -129,6 +135,7 @@ func (t *turn) refused(be *BudgetError) (string, FinishReason, error) {
 func (t *turn) recordTurn(turn *memory.Turn) {
 	turn.Persona = t.persona.Name
 	turn.Job = t.job()
+	turn.BillTo = t.req.BillTo
 	turn.Day = memory.DayOf(turn.Ended, t.o.Location)
 	if len(turn.Models) == 0 {
 		turn.Models = t.usageByModel()
@@ -241,10 +248,10 @@ func (b *Budget) Allow(ctx context.Context, c GateCall) error {
 	}
 	now := b.o.Now()
 	day := memory.DayOf(now, b.o.Location)
-	if b.o.PerChatDaily > 0 && c.Job == "" {
-		u, err := b.o.Book.UsageOn(ctx, day, c.SessionKey)
+	if chat := cmp.Or(c.BillTo, c.SessionKey); b.o.PerChatDaily > 0 && (c.Job == "" || c.BillTo != "") {
+		u, err := b.o.Book.UsageOn(ctx, day, chat)
 		if err != nil {
-			return fmt.Errorf("read the usage of %s: %w", c.SessionKey, err)
+			return fmt.Errorf("read the usage of %s: %w", chat, err)
 		}
 		if tokens(u)+own >= b.o.PerChatDaily {
 			return b.refuse("chat", b.o.PerChatDaily, now)

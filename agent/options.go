@@ -77,6 +77,13 @@ type DirectOptions struct {
 	// Admin exempts the turn from llm.budget unless admins are limited
 	// (the operator's `switchboard ask`).
 	Admin bool
+	// BillTo is the chat whose usage this turn is (a background task's
+	// chat): its tokens go into that chat's usage book and count against
+	// its per-chat budget. "" = the turn's own session.
+	BillTo string
+	// TokenBudget bounds this turn's tokens (a task's budget) when it is
+	// below Options.TokenBudget; 0 = Options.TokenBudget.
+	TokenBudget int
 }
 
 // Options configure an Agent. Zero values mean the defaults noted (DESIGN.md §4),

@@ -83,6 +83,10 @@ type Turn struct {
 	// order of first use (more than one only after a failover). Usage is
 	// their sum.
 	Models []ModelUsage `json:"models,omitempty"`
+	// BillTo is the chat whose usage book the turn's tokens go to when it
+	// is not the turn's own session (a background task's chat); "" = the
+	// session. Used by the commit only (UsageRowsOf), not stored.
+	BillTo string `json:"-"`
 	// Persona is the persona that answered; Job the job whose turn this was
 	// ("heartbeat" for a greeting, "" for a chat turn). Both are kept with
 	// the turn and in the usage book (usage.go).

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"time"
 )
@@ -88,7 +89,7 @@ func UsageRowsOf(key string, turn Turn, now time.Time) []UsageRow {
 			}
 		}
 		if !merged {
-			out = append(out, UsageRow{Day: day, Chat: key, Persona: turn.Persona, Job: turn.Job, Model: m.Model,
+			out = append(out, UsageRow{Day: day, Chat: cmp.Or(turn.BillTo, key), Persona: turn.Persona, Job: turn.Job, Model: m.Model,
 				PromptTokens: p, CompletionTokens: c})
 		}
 	}

@@ -42,6 +42,11 @@ func (r *Runner) execute(ctx context.Context, t memory.TaskRecord, rn *run) {
 		JobName:   JobName(t.ID),
 		DeliverTo: slices.Clone(t.Targets()),
 		Runtime:   agent.Runtime{ChatType: "task"},
+		// A chat's task is the chat's work: its tokens count against the
+		// chat's budget (spawning is no way around it). A job's task
+		// counts against the daily total, as the job does.
+		BillTo:      billTo(t),
+		TokenBudget: t.Budget,
 	})
 	close(renewStop)
 	<-renewDone
@@ -192,4 +197,13 @@ func (r *Runner) deliver(ctx context.Context, t memory.TaskRecord) {
 	if err := r.o.Store.MarkTaskDelivered(wctx, t.ID, r.o.Owner); err != nil {
 		log.Warn("recording a task's delivery failed", slog.String("err", err.Error()))
 	}
+}
+
+// billTo is the chat a task's usage is billed to: the spawning chat, or
+// none for a job's task.
+func billTo(t memory.TaskRecord) string {
+	if t.Job != "" {
+		return ""
+	}
+	return t.Chat
 }

@@ -131,11 +131,15 @@ func TestTaskRunsAndDeliversOnce(t *testing.T) {
 	a, out := newFakeAgent("The answer is 42."), newFakeOut()
 	r := newRunner(t, s, a, out, clk, nil)
 	r.Start(ctx)
-	rec, err := r.Spawn(ctx, memory.TaskRecord{Chat: "telegram:1", Title: "sum", Persona: "assistant", Prompt: "add it up"})
+	rec, err := r.Spawn(ctx, memory.TaskRecord{Chat: "telegram:1", Title: "sum", Persona: "assistant", Prompt: "add it up", Budget: 5000})
 	if err != nil {
 		t.Fatal(err)
 	}
 	call := wait(t, a.started, "the task's turn")
+	// The chat's task is billed to the chat, within its own budget.
+	if call.opts.BillTo != "telegram:1" || call.opts.TokenBudget != 5000 {
+		t.Errorf("task turn billed to %q with budget %d, want telegram:1 and 5000", call.opts.BillTo, call.opts.TokenBudget)
+	}
 	if call.key != "telegram:1#task:"+rec.ID || call.text != "add it up" || call.opts.Persona != "assistant" ||
 		call.opts.JobName != "task:"+rec.ID || !slices.Equal(call.opts.Tools, []string{"current_time", "web_fetch"}) ||
 		!slices.Equal(call.opts.DeliverTo, []string{"telegram:1"}) {
