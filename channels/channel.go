@@ -226,3 +226,40 @@ type Previewer interface {
 type Admitter interface {
 	Admits(ctx context.Context, channel, userID string, direct bool) (bool, error)
 }
+
+// OutgoingFile is one file to deliver as an attachment (send_file): the
+// bytes of a workspace file, its name and type, and an optional caption.
+type OutgoingFile struct {
+	Target  Target
+	Name    string // the file name the chat shows ("report.pdf")
+	Path    string // its path in the chat's workspace ("reports/report.pdf")
+	MIME    string // the content type ("application/pdf"); never empty
+	Data    []byte
+	Caption string // plain text, optional
+	// Nonce is a stable id for this file's delivery (turn + file index),
+	// for platforms that deduplicate by one (Discord's nonce, Matrix's
+	// transaction id).
+	Nonce   string
+	ReplyTo string // platform message id to reply to / thread under, optional
+}
+
+// FileSender is implemented by channels that can deliver a file as an
+// attachment. SendFile returns the platform's message id; errors are
+// classified like Send's. MaxFileSize is the largest file the platform
+// accepts from the bot, in bytes (0: no limit); the shared delivery path
+// refuses larger files with a message in the chat instead of calling
+// SendFile.
+type FileSender interface {
+	SendFile(ctx context.Context, f OutgoingFile) (string, error)
+	MaxFileSize() int64
+}
+
+// VoiceSender is implemented by channels that can deliver a voice note (an
+// OGG/Opus file shown as a playable voice message; Telegram's sendVoice).
+// The shared delivery path sends an answer as a voice note too, after its
+// text, when the chat spoke (sent a voice note) and media.speech is set;
+// f.Data is OGG/Opus, f.Name and f.MIME name it. SendVoice returns the
+// platform's message id; errors are classified like Send's.
+type VoiceSender interface {
+	SendVoice(ctx context.Context, f OutgoingFile) (string, error)
+}

@@ -24,6 +24,8 @@
 //   - after a lost connection the adapter resumes without losing or doubling
 //     a message (one delivered again, because the adapter could not
 //     acknowledge it, carries its message id), and Send works again;
+//   - a file sent with SendFile (channels.FileSender) is on the platform
+//     once with its name, bytes and caption (files.go);
 //   - Run called again on the same adapter after its context was canceled
 //     (the daemon's supervisor restarts a failed channel, a replica runs
 //     Telegram's poller again when it gets the lease back) delivers the
@@ -44,7 +46,8 @@
 // Files: channeltest.go (Harness, Driver, Capabilities, Run, the running
 // adapter), recorder.go (the sink the suite runs adapters with), inbound.go
 // (the behaviours of messages coming in), outbound.go (those of answers
-// going out), longanswer.go (the long answer and its code-block checks).
+// going out), longanswer.go (the long answer and its code-block checks),
+// files.go (files going out).
 package channeltest
 
 import (
@@ -230,6 +233,7 @@ func Run(t *testing.T, h Harness) {
 		{Attachment, s.testAttachment},
 		{RateLimit, s.testRateLimit},
 		{LostConnection, s.testLostConnection},
+		{FileOut, s.testFileOut}, // files.go
 	}
 	for _, tc := range tests {
 		t.Run(string(tc.b), func(t *testing.T) {

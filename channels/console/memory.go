@@ -46,7 +46,8 @@ type Memory struct {
 	typings  int            // typing indicators ever started
 	failures []error        // next Send calls fail with these, in order
 	seq      int
-	epoch    string // makes generated message ids unique across restarts
+	epoch    string  // makes generated message ids unique across restarts
+	files    fileLog // files sent (files.go)
 }
 
 var (

@@ -114,7 +114,7 @@ func (h *Handler) approvalsFromInbox(key string) {
 		if !keep || it.id == 0 || it.decision != channels.Allow {
 			continue
 		}
-		if commandName(it.msg.Text) == "stop" {
+		if isStopTurn(it.msg.Text) {
 			h.stopSession(key) // the /stop itself is answered by the session's worker, in order
 			continue
 		}
@@ -254,7 +254,7 @@ func (h *Handler) queueClaimed(ctx context.Context, s *session, items []memory.I
 		if it.id == 0 {
 			continue // cannot decide now: it stays pending
 		}
-		if it.decision == channels.Allow && commandName(it.msg.Text) == "stop" {
+		if it.decision == channels.Allow && isStopTurn(it.msg.Text) {
 			h.stopSession(s.key)
 		}
 		kept = append(kept, it)

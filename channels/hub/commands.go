@@ -42,9 +42,12 @@ const helpText = `Commands:
 /help — this list
 /reset — start a fresh conversation (the old one is archived)
 /stop — stop the answer in progress
+/tasks — this chat's background tasks
+/stop ID — stop a background task ("/stop t7")
 /approve, /deny — decide a tool call waiting for approval
 /persona [NAME] — show or choose who answers in this chat
 /usage — this chat's tokens today and this week, and its budget
+/files — this chat's workspace files and their bounds
 /status — bot status (admins)
 /reload — re-read config.yaml and personas (admins)
 /jobs — scheduled jobs and their next runs (admins)
@@ -71,6 +74,10 @@ func (h *Handler) command(s *session, it item) {
 		}
 		h.reply(it, "Started a fresh conversation. (The previous one is archived.)")
 	case "stop":
+		if len(args) > 0 {
+			h.stopTaskCommand(ctx, it, key, args)
+			return
+		}
 		h.mu.Lock()
 		stopped := s.stopped
 		s.stopped = false
@@ -86,6 +93,10 @@ func (h *Handler) command(s *session, it item) {
 		h.personaCommand(ctx, it, args, admin)
 	case "usage":
 		h.usageCommand(ctx, it, key, admin)
+	case "tasks":
+		h.tasksCommand(ctx, it, key)
+	case "files":
+		h.filesCommand(ctx, it, key)
 	case "status", "pair", "jobs", "reload", "heartbeat":
 		if h.requireAdmin(it, admin, name) {
 			h.adminCommand(ctx, it, name, args)

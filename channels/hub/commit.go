@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/switchboard-bot/switchboard/agent"
+	"github.com/switchboard-bot/switchboard/agent/tools"
 	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/channels/outbound"
 	"github.com/switchboard-bot/switchboard/memory"
@@ -40,6 +41,13 @@ type turnCommit struct {
 	prepared *outbound.Prepared // the delivery's committed first intent
 	answer   string             // the text prepared for delivery
 	skipped  bool               // AlreadySent: the commit finished the items
+
+	files     *fileQueue         // this run's send_file queue (sendfile.go)
+	sending   []tools.QueuedFile // the files whose intents the commit carries
+	fileIDs   []uint64           // their intents' record ids, once committed
+	fileFirst int                // index of the first file intent in commit.Intents
+
+	voice *voiceMark // this run's "the user spoke" (voice.go)
 }
 
 // hook is agent.Request.Commit.
@@ -52,12 +60,15 @@ func (tc *turnCommit) hook(ctx context.Context, turn memory.Turn, trace []agent.
 	tc.commit = memory.TurnCommit{Turn: &turn, Audit: append(h.toolAudit(last, trace), h.failoverAudit(last, turn.Models)...)}
 	var chunks []channels.Chunk
 	paced := false
+	if len(turn.Sources) > 0 {
+		tc.sending = tc.files.queued() // a turn that answers nothing sends no file
+	}
 	if len(turn.Sources) > 0 && tc.quiet() {
 		answer := turn.Answer
 		if strings.TrimSpace(answer) == "" {
 			answer = noAnswer
 		}
-		if h.admin != nil && h.admin.AlreadySent(tc.turnID, key, answer) {
+		if h.admin != nil && len(tc.sending) == 0 && h.admin.AlreadySent(tc.turnID, key, answer) {
 			tc.commit.Done, tc.skipped = ids(tc.batch), true // send_message already delivered this very text here
 		} else {
 			tc.answer = h.caps.withTruncationNote(tc.batch, answer)
@@ -68,6 +79,9 @@ func (tc *turnCommit) hook(ctx context.Context, turn memory.Turn, trace []agent.
 		tc.commit.Intents = []memory.OutboxRecord{{Target: key, TurnID: tc.turnID,
 			Chunk: 0, Text: chunks[0].Text, Status: memory.OutboxPending}}
 	}
+	tc.fileFirst = len(tc.commit.Intents)
+	tc.commit.Intents = append(tc.commit.Intents, fileIntents(key, tc.turnID, tc.sending)...)
+	tc.commit.Intents = append(tc.commit.Intents, tc.voiceIntents(key, turn)...) // after the files: their indexes stand
 	if tc.release != nil {
 		tc.release()
 	}
@@ -84,15 +98,28 @@ func (tc *turnCommit) hook(ctx context.Context, turn memory.Turn, trace []agent.
 // reset forgets what an earlier run of the turn committed; st is this run's
 // streamer.
 func (tc *turnCommit) reset(st *outbound.Streamer) {
-	*tc = turnCommit{h: tc.h, lc: tc.lc, ch: tc.ch, batch: tc.batch, turnID: tc.turnID, wait: tc.wait, st: st, release: tc.release}
+	*tc = turnCommit{h: tc.h, lc: tc.lc, ch: tc.ch, batch: tc.batch, turnID: tc.turnID, wait: tc.wait, st: st, release: tc.release,
+		files: tc.files, voice: tc.voice}
 }
 
 // settle records a successful commit's prepared delivery.
 func (tc *turnCommit) settle(intents []uint64, chunks []channels.Chunk, paced bool) {
 	tc.pending = false
-	if len(intents) > 0 && len(chunks) > 0 {
+	if n := len(tc.sending); n > 0 && len(intents) >= tc.fileFirst+n {
+		tc.fileIDs = intents[tc.fileFirst : tc.fileFirst+n]
+	}
+	if len(intents) > 0 && len(chunks) > 0 && tc.fileFirst > 0 {
 		tc.prepared = &outbound.Prepared{Chunks: chunks, Intent: intents[0], Paced: paced}
 	}
+}
+
+// outFiles are the files to deliver after the answer: those the commit
+// carried, or (the agent committed the turn itself) those queued.
+func (tc *turnCommit) outFiles() []outbound.OutFile {
+	if tc.used {
+		return outFiles(tc.sending, tc.fileIDs)
+	}
+	return outFiles(tc.files.queued(), nil)
 }
 
 // quiet reports whether nothing of the turn can be on the platform yet. The
@@ -135,7 +162,7 @@ func (tc *turnCommit) recommit(ctx context.Context, key string) error {
 		return err
 	}
 	var chunks []channels.Chunk
-	if len(tc.commit.Intents) > 0 {
+	if tc.fileFirst > 0 {
 		// The slot taken before the first try is stale now: wait again.
 		chunks, _ = tc.h.out.Format(tc.ch, tc.answer)
 	}

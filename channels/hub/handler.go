@@ -176,6 +176,16 @@ type HandlerOptions struct {
 	// Usage returns the current budgets and prices for /usage (usage.go);
 	// nil = no budget, no prices, UTC days.
 	Usage func() UsageSettings
+	// Tasks serves /tasks and /stop <id> (tasks.go); nil = no background tasks.
+	Tasks TaskControl
+	// WorkspaceLimits returns the workspace bounds /files shows (files.go);
+	// nil = the defaults.
+	WorkspaceLimits func() memory.WorkspaceLimits
+	// Speech returns the current Speaker (media.speech), read at each turn
+	// (voice.go): a chat that sent a voice note gets the answer as a voice
+	// note too on platforms that take them; nil, or a nil result, = text
+	// only.
+	Speech func() Speaker
 }
 
 // HandlerStats are counters since start.
@@ -227,6 +237,9 @@ type Handler struct {
 	closed      bool
 	appr        approvalState // pending tool approvals (approval.go)
 	usage       func() UsageSettings
+	tasks       TaskControl
+	wsLimits    func() memory.WorkspaceLimits
+	voice       voiceState // voice replies (voice.go)
 
 	received, duplicates, ignored, denied, turns, turnErrors, commands atomic.Uint64
 }
@@ -271,11 +284,12 @@ func NewHandler(o HandlerOptions) *Handler {
 		pairing: NewPairing(o.Store, o.Now), sem: make(chan struct{}, o.MaxConcurrentTurns),
 		baseCtx: ctx, cancelAll: cancel, chans: map[string]channels.Channel{}, sessions: map[string]*session{},
 		retryBase: o.StorageRetryBase, retryMax: o.StorageRetryMax, quit: make(chan struct{}), claims: o.Claims,
-		claimSettle: o.ClaimSettle, usage: o.Usage}
+		claimSettle: o.ClaimSettle, usage: o.Usage, tasks: o.Tasks, wsLimits: o.WorkspaceLimits}
 	pol := o.Access
 	h.access.Store(&pol)
 	h.caps.set(o.MaxMessageChars, o.MaxTurnChars)
 	h.SetApprovalTimeout(o.ApprovalTimeout)
+	h.voice = voiceState{speech: o.Speech, since: time.Now()}
 	return h
 }
 

@@ -73,7 +73,7 @@ func (h *Handler) admit(ctx context.Context, msg channels.Message, d channels.De
 		h.handleApprovalCommand(it) {
 		return nil // answered beside the queue: the waiting turn holds it (approval.go)
 	}
-	if d == channels.Allow && commandName(msg.Text) == "stop" {
+	if d == channels.Allow && isStopTurn(msg.Text) {
 		h.stopSession(key)
 	}
 	if h.claims != nil {

@@ -88,7 +88,7 @@ func (h *Handler) process(s *session, batch []item) {
 	first := batch[0]
 	switch {
 	case first.answered:
-		h.deliverAndFinish(first.msg, first.turnID, first.answer, batch)
+		h.replayAnswered(first, batch) // the answer, then the files without a receipt (sendfile.go)
 	case first.decision == channels.NeedsPairing:
 		h.pair(s, first)
 	case commandName(first.msg.Text) != "":

@@ -251,7 +251,7 @@ func (h *Handler) recommit(ctx context.Context, key, turnID string, batch []item
 	}
 	ended := h.now()
 	turn := memory.Turn{ID: turnID, Messages: res.Messages, Usage: res.Usage, Started: ended.Add(-res.Duration),
-		Ended: ended, FinishReason: string(res.FinishReason), Answer: res.Text}
+		Ended: ended, FinishReason: string(res.FinishReason), Answer: res.Text, Files: res.Files, FileLimits: res.FileLimits}
 	if res.FinishReason != agent.FinishAPIError {
 		turn.Sources = ids(batch) // as the agent does: a failed turn does not answer its messages
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/switchboard-bot/switchboard/agent"
+	"github.com/switchboard-bot/switchboard/agent/tools"
 	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/channels/outbound"
 	"github.com/switchboard-bot/switchboard/memory"
@@ -69,23 +70,26 @@ func (h *Handler) runTurn(s *session, batch []item) {
 		h.deliverAndFinish(last, turnID, h.caps.withTruncationNote(batch, agent.FriendlyError(err)), batch)
 		return
 	}
+	files := tc.outFiles()
+	h.recordVoice(tc, res, target) // voice.go
 	switch {
 	case tc.skipped:
 		return // the commit finished the items (AlreadySent)
 	case tc.prepared != nil:
-		h.deliverD(last, outbound.Delivery{Target: target, ReplyTo: replyTo(last), TurnID: turnID, Markdown: tc.answer,
-			Done: ids(batch), Prepared: tc.prepared}, batch)
+		h.deliverThen(last, outbound.Delivery{Target: target, ReplyTo: replyTo(last), TurnID: turnID, Markdown: tc.answer,
+			Done: ids(batch), Prepared: tc.prepared}, batch, files)
 		return
 	}
 	answer := res.Text
 	if strings.TrimSpace(answer) == "" {
 		answer = noAnswer
 	}
-	if h.admin != nil && h.admin.AlreadySent(turnID, target.String(), answer) {
+	if h.admin != nil && len(files) == 0 && h.admin.AlreadySent(turnID, target.String(), answer) {
 		h.done(batch) // send_message already delivered this very text here
 		return
 	}
-	h.deliverAndFinish(last, turnID, h.caps.withTruncationNote(batch, answer), batch)
+	h.deliverThen(last, outbound.Delivery{Target: target, ReplyTo: replyTo(last), TurnID: turnID,
+		Markdown: h.caps.withTruncationNote(batch, answer), Done: ids(batch)}, batch, files)
 }
 
 // turnOutcome says how runCommitted ended.
@@ -171,6 +175,7 @@ func (h *Handler) turn(ctx context.Context, ch channels.Channel, target channels
 		TurnID:     turnID,
 		Admin:      h.allAdmins(batch), // llm.budget exempts admins unless configured
 		OnEvent: func(ev agent.Event) {
+			tc.voice.onEvent(ev) // voice.go
 			switch {
 			case ev.Kind == agent.EventTextDelta && st != nil:
 				st.Append(ev.Text)
@@ -192,6 +197,9 @@ func (h *Handler) turn(ctx context.Context, ch channels.Channel, target channels
 		req.Persona = h.personas.Resolve(ctx, target)
 	}
 	tc.reset(st)
+	tc.files = newFileQueue(ch) // this run's send_file queue (sendfile.go)
+	tc.voice = &voiceMark{}     // this run's voice-reply mark (voice.go)
+	ctx = tools.WithFileQueue(ctx, tc.files)
 	if tc.lc != nil {
 		req.Commit = tc.hook
 	}
@@ -234,6 +242,16 @@ func (h *Handler) deliverAndFinish(last channels.Message, turnID, text string, b
 // deliverD is deliverAndFinish for a prepared Delivery; d.Done are the
 // batch's items, cleared with the last receipt when the store can (else here).
 func (h *Handler) deliverD(last channels.Message, d outbound.Delivery, batch []item) {
+	h.deliverThen(last, d, batch, nil)
+}
+
+// deliverThen is deliverD followed by the turn's files (sendfile.go): with
+// files, the items are cleared only after the last file's receipt.
+func (h *Handler) deliverThen(last channels.Message, d outbound.Delivery, batch []item, files []outbound.OutFile) {
+	voice, hasVoice := h.pendingVoice(last, d) // voice.go
+	if len(files) > 0 || hasVoice {
+		d.Done = nil
+	}
 	ctx := h.baseCtx
 	if h.closing() {
 		ctx = context.Background()
@@ -261,6 +279,12 @@ func (h *Handler) deliverD(last channels.Message, d outbound.Delivery, batch []i
 			if ctx.Err() != nil {
 				return // shutting down mid-delivery: replay finishes it
 			}
+		}
+		if !h.deliverFiles(ctx, ch, d.Target, d.ReplyTo, d.TurnID, files) {
+			return // shutting down mid-delivery: replay finishes it
+		}
+		if hasVoice && !h.deliverVoice(ctx, ch, d, voice) {
+			return // shutting down mid-delivery: replay finishes it
 		}
 	}
 	if !done {

@@ -38,7 +38,7 @@ func (o *Outbound) turnState(ctx context.Context, d Delivery) (map[int]chunkReco
 	}
 	target := d.Target.String()
 	for _, r := range recs {
-		if r.Target != target {
+		if r.Target != target || IsFileChunk(r.Chunk) || r.Chunk == VoiceChunk { // files and the voice note are not the answer's (files.go, voice.go)
 			continue
 		}
 		cur := out[r.Chunk]

@@ -18,7 +18,10 @@ import (
 func TestBuiltinToolNamesMatchTheTools(t *testing.T) {
 	got := config.BuiltinTools()
 	want := []string{tools.NameCurrentTime, tools.NameMemory, tools.NameWebFetch, tools.NameWebSearch, skills.ToolName,
-		(*heartbeat.ScheduleTool)(nil).Name(), (*heartbeat.SendMessageTool)(nil).Name()}
+		(*heartbeat.ScheduleTool)(nil).Name(), (*heartbeat.SendMessageTool)(nil).Name(), tools.NameSpawn,
+		tools.NameExec}
+	want = append(want, tools.FileToolNames...)
+	want = append(want, tools.NameSendFile)
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Fatalf("config.BuiltinTools() = %v, the tools are %v", got, want)

@@ -194,6 +194,10 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cid := r.PathValue("cid")
+	if strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/form-data") {
+		s.handleCreateFiles(w, r, body) // attachments (files.go)
+		return
+	}
 	var in createBody
 	mr := MessageRequest{Method: http.MethodPost, ChannelID: cid, At: time.Now(), Raw: append(json.RawMessage(nil), body...)}
 	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {

@@ -110,6 +110,7 @@ type Server struct {
 	connections int
 	closeCodes  []int
 	typing      map[string]int
+	uploads     []Upload // message creates with files (files.go)
 }
 
 // New starts a fake Discord on 127.0.0.1. Call Close when done.

@@ -193,6 +193,7 @@ func (s *Server) routes() http.Handler {
 	h("GET /_matrix/client/v3/user/{user}/account_data/{type}", "get_account_data", s.getAccountData)
 	h("PUT /_matrix/client/v3/user/{user}/account_data/{type}", "put_account_data", s.putAccountData)
 	h("GET /_matrix/client/v1/media/download/{server}/{media}", "download", s.download)
+	mux.HandleFunc("POST /_matrix/media/v3/upload", s.upload) // uploads.go
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		writeErr(w, 404, "M_UNRECOGNIZED", "Unrecognized request")
 	})

@@ -185,6 +185,7 @@ type Server struct {
 	envelopes    map[string]*envelope
 	envelopeSent []string
 	acks         []Ack
+	uploads      uploadState // files the bot uploads (uploads.go)
 }
 
 // New starts a fake Slack on 127.0.0.1 and stops it when the test ends.
@@ -245,6 +246,9 @@ func Start(opts Options) *Server {
 		c.Handle("/api/users.info", wrap(s.handleUsersInfo))
 		c.Handle("/api/conversations.history", wrap(s.handleHistory))
 		c.Handle("/api/conversations.replies", wrap(s.handleHistory))
+		c.Handle("/api/files.getUploadURLExternal", wrap(s.handleGetUploadURL)) // uploads.go
+		c.Handle("/api/files.completeUploadExternal", wrap(s.handleCompleteUpload))
+		c.Handle("/upload/", wrap(s.handleUploadBytes))
 		c.Handle("/api/", wrap(s.handleUnknownMethod))
 		c.Handle("/files-pri/", wrap(s.handleFile))
 		c.Handle("/signin", wrap(s.handleSignin))

@@ -77,6 +77,9 @@ type Sent struct {
 	Template     string
 	Language     string
 	CallbackData string
+	MediaID      string // document and image messages (uploads.go)
+	Filename     string
+	Caption      string
 }
 
 // Read is a read receipt the bot sent.
@@ -310,6 +313,9 @@ func (s *Server) serveGraph(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodGet && len(parts) == 1:
 		s.count("GET media")
 		s.serveMediaInfo(w, parts[0])
+	case r.Method == http.MethodPost && len(parts) == 2 && parts[0] == s.opts.PhoneNumberID && parts[1] == "media":
+		s.count("POST media")
+		s.serveUpload(w, r) // uploads.go
 	case r.Method == http.MethodPost && len(parts) == 2 && parts[0] == s.opts.PhoneNumberID && parts[1] == "messages":
 		s.count("POST messages")
 		s.serveMessages(w, r)
@@ -408,9 +414,11 @@ type outBody struct {
 			} `json:"parameters"`
 		} `json:"components"`
 	} `json:"template"`
-	CallbackData    string `json:"biz_opaque_callback_data"`
-	Status          string `json:"status"`
-	MessageID       string `json:"message_id"`
+	CallbackData    string    `json:"biz_opaque_callback_data"`
+	Document        *outMedia `json:"document"` // uploads.go
+	Image           *outMedia `json:"image"`
+	Status          string    `json:"status"`
+	MessageID       string    `json:"message_id"`
 	TypingIndicator *struct {
 		Type string `json:"type"`
 	} `json:"typing_indicator"`
@@ -495,6 +503,10 @@ func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request) {
 					m.Text = p.Text
 				}
 			}
+		}
+	case "document", "image":
+		if !s.mediaMessageLocked(w, b, &m) { // uploads.go
+			return
 		}
 	default:
 		graphErr(w, http.StatusBadRequest, 131051, "OAuthException", "(#131051) Unsupported message type", "")
