@@ -57,6 +57,9 @@ func (t *turn) userMessage(ctx context.Context) memory.Message {
 	t.req.Media = p.Media
 	t.mediaNotices = p.Notices
 	t.spoke = p.Spoke
+	if p.Spoke {
+		t.emit(Event{Kind: EventSpoke})
+	}
 	if p.Text != "" {
 		if strings.TrimSpace(user.Content) == "" {
 			user.Content = p.Text

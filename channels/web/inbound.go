@@ -26,6 +26,11 @@ const (
 // message (or deliberately dropped it), or the handler's error. The answer
 // arrives later as events of conv (Subscribe, History).
 func (a *Adapter) Post(ctx context.Context, conv, user, text string) (string, error) {
+	return a.post(ctx, conv, user, text, nil)
+}
+
+// post is Post with attachments (PostFile); text may be empty with media.
+func (a *Adapter) post(ctx context.Context, conv, user, text string, media []channels.Media) (string, error) {
 	if err := CheckConv(conv); err != nil {
 		return "", err
 	}
@@ -36,7 +41,7 @@ func (a *Adapter) Post(ctx context.Context, conv, user, text string) (string, er
 	if len(user) > maxUser || !utf8.ValidString(user) || strings.ContainsAny(user, ":\r\n\t") {
 		return "", fmt.Errorf("web: user name %q is not valid: up to %d characters, no ':' or line breaks", clip(user), maxUser)
 	}
-	if strings.TrimSpace(text) == "" {
+	if strings.TrimSpace(text) == "" && len(media) == 0 {
 		return "", errors.New("web: empty message")
 	}
 	if !utf8.ValidString(text) {
@@ -52,6 +57,7 @@ func (a *Adapter) Post(ctx context.Context, conv, user, text string) (string, er
 		MessageID: a.nextID(),
 		Sender:    channels.Sender{ID: user, Name: user},
 		Text:      text,
+		Media:     media,
 		Direct:    true,
 		Time:      a.opts.Now(),
 	}

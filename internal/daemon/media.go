@@ -3,8 +3,10 @@ package daemon
 import (
 	"log/slog"
 	"net/http"
+	"sync"
 
 	"github.com/switchboard-bot/switchboard/agent/media"
+	"github.com/switchboard-bot/switchboard/channels/hub"
 	"github.com/switchboard-bot/switchboard/internal/config"
 )
 
@@ -26,4 +28,25 @@ func mediaConfig(m config.Media) media.Config {
 // transcribed, documents read).
 func mediaPreparer(cfg *config.Config, client *http.Client, log *slog.Logger) *media.Processor {
 	return media.New(mediaConfig(cfg.Media), client, log.With("component", "media"))
+}
+
+// speechSource is the hub's voice-reply Speaker (hub.HandlerOptions.Speech):
+// media.speech of the current config, so a reload that sets, changes or
+// clears it applies to the next answer; nil when its base_url is empty.
+func speechSource(d *Daemon) func() hub.Speaker {
+	var mu sync.Mutex
+	var last config.MediaSpeech
+	var sp *media.Speaker
+	return func() hub.Speaker {
+		cur := d.config().Media.Speech
+		mu.Lock()
+		defer mu.Unlock()
+		if sp == nil || cur != last {
+			last, sp = cur, media.NewSpeaker(mediaConfig(config.Media{Speech: cur}), d.opts.HTTPClient)
+		}
+		if sp == nil {
+			return nil // not a typed nil: the hub tests for nil
+		}
+		return sp
+	}
 }

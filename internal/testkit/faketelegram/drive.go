@@ -347,7 +347,7 @@ func (s *Server) sentLocked(chatID int64) []SentMessage {
 		sm := SentMessage{
 			ChatID: chatID, MessageID: m.msg.MessageID, ThreadID: m.msg.MessageThreadID,
 			Text: m.raw, ParseMode: m.parseMode, Plain: m.msg.Text, Edits: m.edits,
-			Date: time.Unix(m.msg.Date, 0),
+			Date: time.Unix(m.msg.Date, 0), Voice: m.msg.Voice != nil,
 		}
 		if m.msg.ReplyToMessage != nil {
 			sm.ReplyToMessageID = m.msg.ReplyToMessage.MessageID

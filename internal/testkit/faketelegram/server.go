@@ -20,6 +20,8 @@
 //     text validated like sendMessage's; the previews are recorded (Drafts)
 //     and never become messages. Options.NoDrafts plays an older server that
 //     answers the method 404;
+//   - sendVoice with an uploaded OGG/Opus file (multipart; Voices shows
+//     them) or a file_id;
 //   - sendChatAction, getFile and GET /file/bot<token>/<path>, setWebhook,
 //     deleteWebhook, getWebhookInfo, setMyCommands, getMyCommands, getMe;
 //   - scripted failures (FailNext), blocked chats (Block), group→supergroup
@@ -87,6 +89,7 @@ type SentMessage struct {
 	ReplyToMessageID int
 	Edits            int
 	Date             time.Time
+	Voice            bool // a voice note (sendVoice; its audio in Voices), no text
 }
 
 // Failure is a scripted error answer.
@@ -165,8 +168,9 @@ type Server struct {
 	files         map[string]*storedFile
 	filesByPath   map[string]*storedFile
 	nextFile      int
-	voiceSeq      int // UserSendsVoice paths (media.go)
-	downloads     int // file downloads served (Downloads)
+	voiceSeq      int         // UserSendsVoice paths (media.go)
+	voices        []SentVoice // sendVoice calls (upload.go)
+	downloads     int         // file downloads served (Downloads)
 	requests      []Request
 	failures      map[string][]Failure
 	migrated      map[int64]int64
@@ -174,6 +178,7 @@ type Server struct {
 	webhookURL    string
 	webhookSecret string
 	commands      []BotCommand
+	uploads       []Upload // sendDocument / sendPhoto (uploads.go)
 }
 
 // New starts a Server on 127.0.0.1 and closes it when the test ends.
@@ -352,6 +357,10 @@ func (s *Server) serveMethod(w http.ResponseWriter, r *http.Request) {
 		res, ferr = s.sendChatAction(fields)
 	case "getfile":
 		res, ferr = s.getFile(fields)
+	case "sendvoice":
+		res, ferr = s.sendVoice(fields) // upload.go
+	case "senddocument", "sendphoto":
+		res, ferr = s.sendUpload(key, fields)
 	case "setwebhook":
 		res, ferr = s.setWebhook(fields)
 	case "deletewebhook":
@@ -425,6 +434,9 @@ func decodeFields(r *http.Request) (map[string]string, error) {
 			if len(v) > 0 {
 				out[k] = v[0]
 			}
+		}
+		if err := uploadFields(form, out); err != nil { // uploads (sendVoice …): upload.go
+			return nil, err
 		}
 	case "application/x-www-form-urlencoded":
 		vals, err := url.ParseQuery(string(body))

@@ -23,6 +23,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 )
 
 // Transcription is one accepted transcription request.
@@ -230,7 +231,7 @@ func (s *Server) speak(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusBadRequest, "invalid_request_error", "model, input and voice are required")
 		return
 	}
-	if len(sp.Input) > 4096 {
+	if utf8.RuneCountInString(sp.Input) > 4096 { // characters, as OpenAI counts
 		apiError(w, http.StatusBadRequest, "invalid_request_error", "input is longer than 4096 characters")
 		return
 	}
