@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/switchboard-bot/switchboard/agent/tools"
 	"reflect"
 	"slices"
 	"strings"
@@ -188,14 +189,17 @@ func restartNeeded(old, next *config.Config) []string {
 }
 
 // agentChanged reports whether next needs a new agent (and its tools): llm,
-// agent, skills.dir or the time zone changed.
+// agent, exec, workspace (exec's file size bound), skills.dir or the time
+// zone changed.
 func agentChanged(old, next *config.Config) bool {
-	return changed(old.LLM, next.LLM) || changed(old.Agent, next.Agent) || old.Bot.Timezone != next.Bot.Timezone ||
+	return changed(old.LLM, next.LLM) || changed(old.Agent, next.Agent) || changed(old.Exec, next.Exec) ||
+		changed(old.Workspace, next.Workspace) || changed(old.Media, next.Media) || old.Bot.Timezone != next.Bot.Timezone ||
 		old.ResolvePath(old.Skills.Dir) != next.ResolvePath(next.Skills.Dir)
 }
 
-// rebuildAgent builds the agent (with its tools) for next when llm, agent,
-// skills.dir or the time zone changed; nil when nothing needs rebuilding.
+// rebuildAgent builds the agent (with its tools, spawn included) for next
+// when llm, agent, exec, workspace, media, skills.dir or the time zone
+// changed (agentChanged); nil when nothing needs rebuilding.
 func (d *Daemon) rebuildAgent(old, next *config.Config) (*agent.Agent, error) {
 	if !agentChanged(old, next) {
 		return nil, nil
@@ -209,6 +213,11 @@ func (d *Daemon) rebuildAgent(old, next *config.Config) (*agent.Agent, error) {
 	}
 	if err := registerEnabled(next, reg, d.sched.SendMessageTool(d.sendAllowed)); err != nil {
 		return nil, err
+	}
+	if d.tasks != nil { // the runner lives as long as the daemon; its tool moves with the registry
+		if err := registerEnabled(next, reg, tools.NewSpawn(d.tasks)); err != nil {
+			return nil, err
+		}
 	}
 	a, err := NewAgent(next, AgentDeps{Sessions: d.store, Notes: d.store, Personas: d.personas, Tools: reg, Auditor: d.store,
 		OnModelCall: d.metrics.ModelCall, Meter: d.metrics, Now: d.opts.Now}, d.log, d.opts.HTTPClient)
