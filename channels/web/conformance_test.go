@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -65,6 +66,33 @@ func (d *webDriver) UserSays(t testing.TB, tg channels.Target, text string) chan
 		t.Fatalf("Post: %v", err)
 	}
 	return nil
+}
+
+// Files reads the file messages of tg's conversation (the link's text is
+// the name; the console serves the bytes from the workspace, so none here).
+func (d *webDriver) Files(tg channels.Target) []channeltest.SentFile {
+	var out []channeltest.SentFile
+	for _, ev := range d.a.History(tg.ChatID) {
+		body, ok := strings.CutPrefix(ev.Text, FilePrefix+"[")
+		if ev.Kind != KindMessage || !ok {
+			continue
+		}
+		name, rest, _ := strings.Cut(body, "](")
+		_, caption, _ := strings.Cut(rest, "\n\n")
+		out = append(out, channeltest.SentFile{Name: unescapeMarkdown(name), Caption: unescapeMarkdown(caption)})
+	}
+	return out
+}
+
+func unescapeMarkdown(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			i++
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
 
 func (d *webDriver) Sent(tg channels.Target) []string {

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"bytes"
+	"github.com/switchboard-bot/switchboard/channels/web"
 	"html/template"
 	"net/url"
 	"strings"
@@ -17,7 +18,8 @@ import (
 
 // md renders model Markdown: goldmark's HTML renderer without WithUnsafe
 // (raw HTML is omitted) and with safeLinks, which keeps only http, https and
-// mailto destinations and turns images into links. It is built at the first
+// mailto destinations (and the console's own file download, web.DownloadPath)
+// and turns images into links. It is built at the first
 // page that renders Markdown, not at start (an idle daemon does without it).
 var md = sync.OnceValue(func() goldmark.Markdown {
 	return goldmark.New(
@@ -49,6 +51,13 @@ func allowedURL(dest string) bool {
 	u, err := url.Parse(dest)
 	if err != nil {
 		return false
+	}
+	if u.Scheme == "" && u.Host == "" && u.User == nil && u.Path == web.DownloadPath && u.RawPath == "" &&
+		strings.HasPrefix(dest, web.DownloadPath+"?") {
+		// The one relative link: a file the bot sent in the console's chat
+		// (channels/web), served by the console to the logged-in operator
+		// as a download (never rendered).
+		return true
 	}
 	switch strings.ToLower(u.Scheme) {
 	case "http", "https":
