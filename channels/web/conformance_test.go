@@ -33,7 +33,6 @@ func (conformance) Capabilities() channeltest.Capabilities {
 			channeltest.Redelivery:     "Post hands a message to the handler once and returns its answer to the console; nothing delivers it again",
 			channeltest.GroupMention:   "a console conversation is the operator's one-to-one chat; there are no groups",
 			channeltest.OwnMessages:    "the bot's messages are events to the browser, never input",
-			channeltest.Attachment:     "Post carries text only (the console has no upload)",
 			channeltest.RateLimit:      inProcess,
 			channeltest.LostConnection: inProcess,
 		},
@@ -64,6 +63,17 @@ func (d *webDriver) UserSays(t testing.TB, tg channels.Target, text string) chan
 	defer cancel()
 	if _, err := d.a.Post(ctx, tg.ChatID, "operator", text); err != nil {
 		t.Fatalf("Post: %v", err)
+	}
+	return nil
+}
+
+// UserSendsImage uploads an image as the console's chat page does
+// (PostFile, internal/ui's upload route).
+func (d *webDriver) UserSendsImage(t testing.TB, tg channels.Target, caption string, data []byte) channeltest.Event {
+	ctx, cancel := context.WithTimeout(context.Background(), channeltest.Timeout)
+	defer cancel()
+	if _, err := d.a.PostFile(ctx, tg.ChatID, "operator", caption, channels.Media{Name: "photo.jpg", MIME: "image/jpeg", Data: data}); err != nil {
+		t.Fatalf("PostFile: %v", err)
 	}
 	return nil
 }
