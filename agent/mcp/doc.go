@@ -31,7 +31,9 @@
 // HTTP session) is restarted with backoff (1s doubling to 1m, ±20% jitter,
 // internal/retry; reset after a successful connection); meanwhile its tools
 // stay offered and answer "unavailable" at once, so a turn never hangs on a
-// dead server.
+// dead server. Restart (the web console's button) ends a server's
+// connection and process and connects again at once, skipping a pending
+// backoff; Tools lists a server's tools with their descriptions.
 // notifications/tools/list_changed refreshes the list. Apply (hot reload)
 // starts, stops or restarts only the servers whose config changed; Close
 // stops every server, kills each child's process group and reaps it. On

@@ -13,7 +13,6 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/switchboard-bot/switchboard/internal/redact"
-	"github.com/switchboard-bot/switchboard/internal/retry"
 )
 
 // ServerConfig is one MCP server. Exactly one of Command (stdio) and URL
@@ -73,6 +72,7 @@ type server struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	kick   chan struct{} // list_changed: refresh the tool list
+	again  chan struct{} // the operator asked for a restart (Manager.Restart)
 
 	mu       sync.Mutex
 	state    State
@@ -87,7 +87,7 @@ type server struct {
 
 func newServer(m *Manager, name string, cfg ServerConfig) *server {
 	return &server{name: name, cfg: cfg, mgr: m, log: m.log.With("mcp_server", name),
-		done: make(chan struct{}), kick: make(chan struct{}, 1), state: StateStarting}
+		done: make(chan struct{}), kick: make(chan struct{}, 1), again: make(chan struct{}, 1), state: StateStarting}
 }
 
 // currentSession returns the live session, or nil and why there is none.
@@ -142,12 +142,17 @@ func (s *server) run(ctx context.Context) {
 		if err != nil {
 			msg = redact.Text(err.Error()) // a URL in an error may carry credentials
 		}
-		s.log.Warn("MCP server down; restarting", "err", msg, "in", delay)
+		if errors.Is(err, errRestartAsked) {
+			delay = 0
+			s.log.Info("MCP server restarting at the operator's request")
+		} else {
+			s.log.Warn("MCP server down; restarting", "err", msg, "in", delay)
+		}
 		s.setState(StateRestarting, msg, 0)
 		s.mu.Lock()
 		s.restarts++
 		s.mu.Unlock()
-		if retry.Sleep(ctx, delay) != nil {
+		if s.pause(ctx, delay) != nil {
 			s.setState(StateStopped, "", 0)
 			return
 		}
@@ -206,6 +211,8 @@ func (s *server) session(ctx context.Context) (up bool, err error) {
 			return true, nil
 		case <-waited:
 			return true, errors.New("the server closed the connection")
+		case <-s.again:
+			return true, errRestartAsked
 		case <-s.kick:
 			if err := s.refresh(ctx, sess); err != nil {
 				s.log.Warn("MCP tool list refresh failed", "err", err)

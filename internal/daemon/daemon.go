@@ -30,6 +30,7 @@ import (
 	"github.com/switchboard-bot/switchboard/internal/config"
 	"github.com/switchboard-bot/switchboard/internal/metrics"
 	"github.com/switchboard-bot/switchboard/internal/platforms"
+	"github.com/switchboard-bot/switchboard/internal/tasks"
 	"github.com/switchboard-bot/switchboard/internal/ui"
 	"github.com/switchboard-bot/switchboard/memory"
 )
@@ -87,6 +88,7 @@ type Daemon struct {
 	agent    agentRef // swapped when a reload changes model or agent settings
 	personas *hub.Resolver
 	sched    *heartbeat.Scheduler
+	tasks    *tasks.Runner // background tasks (tasks.go); nil when the store keeps none
 	metrics  *metrics.Metrics
 	handler  *hub.Handler
 	deliver  outbound.Router // heartbeat, jobs and alerts deliver through it, beside the hub
@@ -99,6 +101,7 @@ type Daemon struct {
 	claims   *sessionClaims    // per-session claims with replicas (claims.go); nil with bolt
 	procs    *procScaler       // GOMAXPROCS busy and idle (procscale.go)
 	probe    storeProbe        // the periodic store probe (storehealth.go)
+	logs     *logTail          // the last log records, for the console (logs.go)
 
 	mu     sync.Mutex
 	sups   map[string]*supervisor
@@ -137,6 +140,7 @@ func New(ctx context.Context, o Options) (*Daemon, error) {
 		o.ShutdownGrace = 10 * time.Second
 	}
 	cfg := o.Config
+	logs := newLogTail(&o, cfg) // o.Logger writes to the console's ring too (logs.go)
 	mets := metrics.New()
 	core, err := buildCore(cfg, o.Logger, o.HTTPClient, mets.ModelCall, mets)
 	if err != nil {
@@ -145,6 +149,8 @@ func New(ctx context.Context, o Options) (*Daemon, error) {
 	d := &Daemon{log: o.Logger, store: core.Store, core: core, personas: core.Personas,
 		metrics: mets, console: consoleParts{stats: ui.NewStats(o.Now)}, opts: o, procs: procs, sups: map[string]*supervisor{}, ready: make(chan struct{}), quit: make(chan struct{})}
 	d.cfgp.Store(cfg)
+	d.logs = logs
+	logs.attach(d)
 	d.agent.p.Store(core.Agent)
 	if err := d.openCluster(cfg); err != nil {
 		core.Close()
@@ -165,6 +171,9 @@ func New(ctx context.Context, o Options) (*Daemon, error) {
 		Personas:           core.Personas,
 		Admin:              hubAdmin{d},
 		Usage:              d.usageSettings,
+		WorkspaceLimits:    func() memory.WorkspaceLimits { return workspaceLimits(d.config())() },
+		Tasks:              taskControl{d},
+		Speech:             speechSource(d), // voice replies (media.go)
 		Formatting:         cfg.Platforms().Hints(),
 		BotName:            cfg.Bot.Name,
 		Logger:             o.Logger,
@@ -172,6 +181,11 @@ func New(ctx context.Context, o Options) (*Daemon, error) {
 	})
 	d.deliver = outbound.Router{Out: out, Channels: d.handler.Channel}
 	if err := d.buildScheduler(core); err != nil {
+		d.closeCluster()
+		core.Close()
+		return nil, err
+	}
+	if err := d.buildTasks(core); err != nil {
 		d.closeCluster()
 		core.Close()
 		return nil, err
@@ -254,6 +268,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	background.Go(func() { d.prune(runCtx) })
 	background.Go(func() { d.probeStorage(runCtx) })
 	d.startScheduler(runCtx, &background) // under the scheduler lease with replicas (cluster.go)
+	d.startTasks(runCtx)
 	if d.claims != nil {
 		background.Go(func() { d.claims.run(runCtx, d.handler) }) // NOTIFY wake-ups and takeover sweeps (claims.go)
 	}
@@ -278,6 +293,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	grace, cancel := context.WithTimeout(context.Background(), d.opts.ShutdownGrace)
 	defer cancel()
 	d.sched.Stop()
+	d.stopTasks()          // running tasks go back to the queue
 	d.handler.Close(grace) // stop intake; finish or cancel turns
 	for _, sup := range d.supervisors() {
 		sup.stop()

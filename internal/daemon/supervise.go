@@ -29,16 +29,18 @@ type supervisor struct {
 	running  bool
 	restarts int
 	lastErr  error
+	errAt    time.Time // when lastErr happened
 	cancel   context.CancelFunc
 	done     chan struct{}
 }
 
 type supervisorState struct {
-	Running  bool
-	Ready    bool
-	Standby  bool // another replica runs it (its lease); Ready too
-	Restarts int
-	LastErr  string
+	Running   bool
+	Ready     bool
+	Standby   bool // another replica runs it (its lease); Ready too
+	Restarts  int
+	LastErr   string
+	LastErrAt time.Time // when the channel last failed (zero: never)
 }
 
 func newSupervisor(ch channels.Channel, sink channels.Sink, log *slog.Logger, base, max time.Duration) *supervisor {
@@ -124,7 +126,7 @@ func (s *supervisor) setRunning(running bool, err error) {
 	defer s.mu.Unlock()
 	s.running = running
 	if err != nil {
-		s.lastErr = err
+		s.lastErr, s.errAt = err, time.Now()
 	}
 }
 
@@ -132,7 +134,7 @@ func (s *supervisor) state() supervisorState {
 	s.mu.Lock()
 	st := supervisorState{Running: s.running, Restarts: s.restarts}
 	if s.lastErr != nil {
-		st.LastErr = s.lastErr.Error()
+		st.LastErr, st.LastErrAt = s.lastErr.Error(), s.errAt
 	}
 	s.mu.Unlock()
 	st.Ready = st.Running

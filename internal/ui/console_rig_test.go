@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/internal/config"
 	"github.com/switchboard-bot/switchboard/internal/daemon"
 	"github.com/switchboard-bot/switchboard/internal/testkit/fakellm"
@@ -65,6 +66,8 @@ type cOptions struct {
 	LLMSection string
 	Listen     string // server.listen; default 127.0.0.1:0
 	NoToken    bool   // no server.admin_token
+	// Channels are extra channels the daemon runs (daemon.Options.Channels).
+	Channels []channels.Channel
 }
 
 type cRig struct {
@@ -122,7 +125,7 @@ func startConsole(t *testing.T, o cOptions) *cRig {
 	d, err := daemon.New(context.Background(), daemon.Options{Config: cfg,
 		Logger: slog.New(slog.NewTextHandler(r.log, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Stdin:  strings.NewReader(""), Stdout: &bytes.Buffer{}, HTTPClient: r.llm.HTTPClient(),
-		RestartBackoff: 20 * time.Millisecond, ShutdownGrace: 2 * time.Second, NoWatch: true})
+		RestartBackoff: 20 * time.Millisecond, ShutdownGrace: 2 * time.Second, NoWatch: true, Channels: o.Channels})
 	if err != nil {
 		t.Fatalf("daemon.New: %v", err)
 	}

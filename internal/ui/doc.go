@@ -4,7 +4,9 @@
 // delivery, turn and latency charts, live over Server-Sent Events), chat
 // through the web channel, sessions, jobs, usage (tokens and money per day,
 // chat, model and persona from the store's usage book; usage.go), personas,
-// config, pairing, audit and waiting approvals. Pages are html/template, every asset (templates,
+// config, pairing, audit and waiting approvals, and the operator's pages of
+// issue 34 — channels, MCP servers (with a restart button), skills and the
+// daemon's log (Operations, operations.go). Pages are html/template, every asset (templates,
 // app.js, style.css) is embedded; there is no Node build step and no CDN.
 //
 // Departure: DESIGN.md §1 (layout and dependency line) names this package
@@ -56,7 +58,22 @@
 //   - Stats keeps per-minute buckets of turns, errors and latency for a day
 //     (fed as a hub Observer) and the traces of the last turns by turn id, so
 //     the chat page shows each turn's state timeline with durations; turns
-//     of an earlier process fall back to a timeline from message times.
+//     of an earlier process fall back to a timeline from message times. The
+//     first overview after a start adds the store's turns of the last day
+//     that ended before (Stats.Backfill), so the charts survive a restart;
+//     tokens per day over two weeks come from the usage book (history.go).
+//     The day chart's axis shows dates.
+//   - A turn's timeline is drawn as a waterfall (waterfall.go: model calls,
+//     each tool, approval waits and the delivery as SVG bars with their
+//     durations), the table of states behind it in a <details>. The wait in
+//     the chat's queue is not recorded anywhere, so it is not drawn.
+//   - The navigation shows badges for the tool calls waiting for approval
+//     and the pairing codes waiting for a decision, kept current by the
+//     attention stream (attention.go). On a narrow screen the menu collapses
+//     behind a button (app.js; without script the links stay shown), wide
+//     tables scroll in their own box, and the colors follow the system's
+//     prefers-color-scheme (light and dark; charts are recolored by the
+//     stylesheet's variables).
 //   - Live parts are Server-Sent Events (overview, chat); each stream is
 //     owned by its request and ends with it or with Server.Close.
 //   - The chat stream (chatstream.go) subscribes, then sends the
