@@ -6,7 +6,6 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -223,11 +222,11 @@ func (a *auth) require(next http.HandlerFunc) http.Handler {
 			}
 			// The bound holds however the token comes; a form cut by it is
 			// refused as too large, not for the token the cut part held.
-			r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+			bound := formBound(r) // an upload's is media.max_upload (upload.go)
+			r.Body = http.MaxBytesReader(w, r.Body, bound.limit)
 			if err := parseForm(r); err != nil {
 				if tooBig := (*http.MaxBytesError)(nil); errors.As(err, &tooBig) {
-					http.Error(w, fmt.Sprintf("refused: the request is over %d MiB, the most a form (a config file, a persona) may be", maxForm>>20),
-						http.StatusRequestEntityTooLarge)
+					http.Error(w, bound.refusal, http.StatusRequestEntityTooLarge)
 					return
 				}
 				http.Error(w, "refused: unreadable form", http.StatusBadRequest)

@@ -49,7 +49,7 @@ llm:
   max_retries: 0
 agent:
   tools: [current_time]
-access:
+%AGENT%access:
   mode: pairing
 channels:
   console:
@@ -75,6 +75,7 @@ type rigOptions struct {
 	Watch    bool              // watch config.yaml and the personas directory
 	Jobs     string            // YAML list items of jobs: (none when empty)
 	Extra    string            // YAML appended to the config file (top-level keys)
+	Agent    string            // YAML lines added to the agent: section
 }
 
 // rig is one running daemon with its fakes.
@@ -121,7 +122,7 @@ func startRig(t *testing.T, o rigOptions) *rig {
 		jobs = "\n" + o.Jobs
 	}
 	text := strings.NewReplacer("%LLM%", r.llm.URL, "%TG%", boolText(o.Telegram), "%TGURL%", tgURL,
-		"%JOBS%", jobs).Replace(configTemplate) + o.Extra
+		"%JOBS%", jobs, "%AGENT%", o.Agent).Replace(configTemplate) + o.Extra
 	r.write(r.path, text)
 	if err := os.MkdirAll(filepath.Join(r.dir, "personas"), 0o755); err != nil {
 		t.Fatal(err)

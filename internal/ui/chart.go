@@ -14,22 +14,24 @@ const (
 	padT           = 8.0
 )
 
-// chart renders points as an inline SVG: bars (turns) or a polyline
-// (latency). It uses presentation attributes only (the CSP allows no inline
-// style) and writes nothing but numbers and the escaped label.
-func chart(label string, pts []Point, value func(Point) float64, format func(float64) string, bars bool) template.HTML {
+// chart renders points as an inline SVG with element id: bars (turns) or a
+// polyline (latency), the first and last bucket's start under the axis in
+// layout (a time, or a date and time for a day). It uses presentation
+// attributes only (the CSP allows no inline style; the stylesheet recolors
+// them for the theme) and writes nothing but numbers and escaped text.
+func chart(id, label string, pts []Point, value func(Point) float64, format func(float64) string, bars bool, layout string) template.HTML {
 	maxV := 0.0
 	for _, p := range pts {
 		maxV = max(maxV, value(p))
 	}
 	top := niceCeil(maxV)
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg class="chart" viewBox="0 0 %.0f %.0f" role="img" aria-label="%s" xmlns="http://www.w3.org/2000/svg">`,
-		chartW, chartH, template.HTMLEscapeString(label))
+	fmt.Fprintf(&b, `<svg class="chart" id="%s" viewBox="0 0 %.0f %.0f" role="img" aria-label="%s" xmlns="http://www.w3.org/2000/svg">`,
+		template.HTMLEscapeString(id), chartW, chartH, template.HTMLEscapeString(label))
 	plotW, plotH := chartW-padL-4, chartH-padT-padB
 	y := func(v float64) float64 { return padT + plotH - v/top*plotH }
 	fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#999" stroke-width="1"/>`, padL, y(0), chartW-4, y(0))
-	fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd" stroke-width="1"/>`, padL, y(top), chartW-4, y(top))
+	fmt.Fprintf(&b, `<line class="grid" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd" stroke-width="1"/>`, padL, y(top), chartW-4, y(top))
 	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" text-anchor="end" fill="#666">%s</text>`, padL-4, y(top)+4, template.HTMLEscapeString(format(top)))
 	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" text-anchor="end" fill="#666">0</text>`, padL-4, y(0)+4)
 	if n := len(pts); n > 0 {
@@ -50,8 +52,8 @@ func chart(label string, pts []Point, value func(Point) float64, format func(flo
 			fmt.Fprintf(&b, `<polyline fill="none" stroke="#d8583b" stroke-width="1.5" points="%s"/>`, strings.Join(line, " "))
 		}
 		first, last := pts[0].Start, pts[n-1].Start
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" fill="#666">%s</text>`, padL, chartH-4, first.Local().Format("15:04"))
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" text-anchor="end" fill="#666">%s</text>`, chartW-4, chartH-4, last.Local().Format("15:04"))
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" fill="#666">%s</text>`, padL, chartH-4, template.HTMLEscapeString(first.Local().Format(layout)))
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" text-anchor="end" fill="#666">%s</text>`, chartW-4, chartH-4, template.HTMLEscapeString(last.Local().Format(layout)))
 	}
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String()) //nolint:gosec // numbers and escaped text only
@@ -73,6 +75,12 @@ func niceCeil(v float64) float64 {
 	}
 	return 10 * p
 }
+
+// Axis label layouts: the hour's charts show times, the day's dates too.
+const (
+	hourAxis = "15:04"
+	dayAxis  = "01-02 15:04"
+)
 
 func countLabel(v float64) string { return fmt.Sprintf("%.0f", v) }
 

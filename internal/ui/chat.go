@@ -38,6 +38,9 @@ type chatData struct {
 	Turns    []turnView
 	Notices  []ChatEvent // messages to the chat that are no turn's answer (commands, approvals)
 	Live     chatLive    // the running turn: typing, and the drafts it is writing
+	// MaxUpload is media.max_upload, checked by the page's script before an
+	// upload (upload.go checks it again).
+	MaxUpload int64
 }
 
 func newConv() string {
@@ -91,6 +94,7 @@ func (s *Server) chatPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.Convs = convs
+	d.MaxUpload = s.maxUpload()
 	s.render(w, r, http.StatusOK, "chat", d)
 }
 

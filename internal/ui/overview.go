@@ -32,6 +32,7 @@ type overviewData struct {
 	Resent           float64
 	HourTurns, HourL template.HTML
 	DayTurns, DayL   template.HTML
+	Days             template.HTML // tokens per day (history.go)
 	Updated          time.Time
 	Cluster          *clusterView // nil on a single host
 	// Endpoints are the model endpoints (primary, fallbacks) and their
@@ -41,6 +42,7 @@ type overviewData struct {
 }
 
 func (s *Server) overviewData(ctx context.Context) overviewData {
+	s.backfill(ctx) // the turns of before this process, once (history.go)
 	b := s.o.Backend
 	cfg := b.Config()
 	d := overviewData{Model: cfg.LLM.Model, Endpoint: config.RedactURL(cfg.LLM.BaseURL), KeySet: cfg.LLM.APIKey.IsSet(),
@@ -59,10 +61,11 @@ func (s *Server) overviewData(ctx context.Context) overviewData {
 	d.Retried, d.Failed, d.Resent = dl["retried"], dl["failed"], dl["resent"]
 	hour := st.Series(60, 1)
 	day := st.Series(96, 15)
-	d.HourTurns = chart("turns per minute, last hour", hour, turnsOf, countLabel, true)
-	d.HourL = chart("average latency per minute, last hour", hour, latencyOf, secondsLabel, false)
-	d.DayTurns = chart("turns per 15 minutes, last day", day, turnsOf, countLabel, true)
-	d.DayL = chart("average latency per 15 minutes, last day", day, latencyOf, secondsLabel, false)
+	d.HourTurns = chart("chart-hour-turns", "turns per minute, last hour", hour, turnsOf, countLabel, true, hourAxis)
+	d.HourL = chart("chart-hour-latency", "average latency per minute, last hour", hour, latencyOf, secondsLabel, false, hourAxis)
+	d.DayTurns = chart("chart-day-turns", "turns per 15 minutes, last day", day, turnsOf, countLabel, true, dayAxis)
+	d.DayL = chart("chart-day-latency", "average latency per 15 minutes, last day", day, latencyOf, secondsLabel, false, dayAxis)
+	d.Days = s.daysChart(ctx)
 	return d
 }
 

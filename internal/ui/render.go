@@ -89,6 +89,8 @@ type view struct {
 	CSRF     string
 	Flash    string
 	Data     any
+	// Attention is the navigation's badges (attention.go).
+	Attention attention
 }
 
 // render writes page name with data; code is the HTTP status.
@@ -96,6 +98,7 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, code int, name s
 	v := view{Title: name, Nav: name, Data: data}
 	if sess := sessionOf(r); sess != nil {
 		v.LoggedIn, v.CSRF, v.Flash = true, sess.csrf, s.auth.takeFlash(sess)
+		v.Attention = s.attention(r.Context())
 	}
 	s.renderView(w, code, name, v)
 }

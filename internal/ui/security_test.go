@@ -26,7 +26,7 @@ var routes = []struct{ method, path string }{
 	{"GET", "/ui/personas/edit?name=assistant"}, {"POST", "/ui/personas/save"}, {"GET", "/ui/config"},
 	{"POST", "/ui/config/key"}, {"POST", "/ui/config/file"}, {"GET", "/ui/pairing"}, {"POST", "/ui/pairing/approve"},
 	{"POST", "/ui/pairing/deny"}, {"GET", "/ui/audit"}, {"GET", "/ui/approvals"}, {"POST", "/ui/approvals/approve"},
-	{"POST", "/ui/approvals/deny"}, {"POST", "/ui/logout"}, {"GET", "/ui/nope"},
+	{"POST", "/ui/approvals/deny"}, {"POST", "/ui/logout"}, {"GET", "/ui/nope"}, {"GET", "/ui/live/attention"},
 }
 
 func TestNothingAnswersWithoutASession(t *testing.T) {
@@ -49,7 +49,7 @@ func TestNothingAnswersWithoutASession(t *testing.T) {
 			default:
 				t.Errorf("answered %d without a session:\n%s", got.Code, got.Body)
 			}
-			if strings.Contains(got.Body, "<nav>") || strings.Contains(got.Body, "data-csrf") {
+			if strings.Contains(got.Body, "<nav") || strings.Contains(got.Body, "data-csrf") {
 				t.Errorf("a console page was served without a session")
 			}
 			if got.Header.Get("Content-Security-Policy") != ui.CSP && got.Code != http.StatusNotFound {

@@ -146,6 +146,7 @@ type Server struct {
 	mux    *http.ServeMux
 	done   chan struct{}
 	closer sync.Once
+	days   dayHistory // the overview's tokens-per-day chart (history.go)
 }
 
 // New builds the console. It refuses a config that serves it off loopback
@@ -182,10 +183,12 @@ func (s *Server) routes() {
 	m.Handle("POST /ui/login", s.headers(http.HandlerFunc(s.loginPost)))
 	m.Handle("POST /ui/login/link", s.headers(http.HandlerFunc(s.mintLink))) // oncelink.go
 	m.Handle("GET /{$}", http.RedirectHandler("/ui/", http.StatusSeeOther))
+	m.Handle("POST /ui/chat/upload", s.headers(s.uploadBound(s.auth.require(s.chatUpload)))) // upload.go
 	for pattern, h := range map[string]http.HandlerFunc{
 		"POST /ui/logout":               s.logout,
 		"GET /ui/{$}":                   s.overview,
 		"GET /ui/live/overview":         s.overviewStream,
+		"GET /ui/live/attention":        s.attentionStream, // attention.go
 		"GET /ui/chat":                  s.chatPage,
 		"POST /ui/chat/new":             s.chatNew,
 		"POST /ui/chat/send":            s.chatSend,
@@ -212,6 +215,13 @@ func (s *Server) routes() {
 		"GET /ui/tasks":                 s.tasksPage,
 		"GET /ui/approvals":             s.approvalsPage,
 		"POST /ui/approvals/{decision}": s.approvalDecide,
+		"GET /ui/logs":                  s.logsPage, // logs.go
+		"GET /ui/live/logs":             s.logsStream,
+		"GET /ui/skills":                s.skillsPage, // skills.go
+		"GET /ui/skills/show":           s.skillShow,
+		"GET /ui/mcp":                   s.mcpPage, // mcp.go
+		"POST /ui/mcp/restart":          s.mcpRestart,
+		"GET /ui/channels":              s.channelsPage, // channels.go
 		"GET /ui/":                      http.NotFound,
 		"POST /ui/":                     http.NotFound,
 	} {

@@ -78,6 +78,7 @@ func (s *Server) sessionShow(w http.ResponseWriter, r *http.Request) {
 	}
 	d := sessionData{Meta: meta, Notes: notes, Turns: turnViews(turns, s.o.Stats), Persona: meta.Persona, Chosen: meta.Persona != ""}
 	d.Hidden = len(turns) - len(d.Turns)
+	s.addStoreSpans(r.Context(), key, d.Turns) // approval waits and deliveries in the waterfalls
 	d.Files = s.sessionFiles(r.Context(), key)
 	if t, ok := channels.ParseTarget(key); ok && d.Persona == "" {
 		d.Persona = s.o.Backend.Personas().Resolve(r.Context(), t)

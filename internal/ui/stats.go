@@ -11,10 +11,15 @@ import (
 
 // Stats is the console's picture of recent activity, fed as a hub Observer:
 // per-minute buckets of turns, errors and latency over the last day, the last
-// event per channel, and the traces of the last turns by turn id. Safe for
-// concurrent use.
+// event per channel, and the traces of the last turns by turn id. The turns
+// of the day before this process began come from the store (Backfill, once),
+// so the charts survive a restart. Safe for concurrent use.
 type Stats struct {
-	now func() time.Time
+	now     func() time.Time
+	started time.Time // turns that ended before are an earlier process's
+
+	fillMu sync.Mutex // held while the store is read for Backfill
+	filled bool       // under fillMu
 
 	mu      sync.Mutex
 	buckets *[bucketCount]bucket // nil until the first turn (64 KB an idle daemon does without)
@@ -55,7 +60,57 @@ func NewStats(now func() time.Time) *Stats {
 	if now == nil {
 		now = time.Now
 	}
-	return &Stats{now: now, last: map[string]time.Time{}, traces: map[string]TurnTrace{}}
+	return &Stats{now: now, started: now(), last: map[string]time.Time{}, traces: map[string]TurnTrace{}}
+}
+
+// Backfill adds to the charts, once, the turns of the last day that ended
+// before these stats began (an earlier process's, which the hub never
+// reported here): load lists the turns the store holds, at least those of
+// the last day. A load that fails is tried again at the next call.
+func (s *Stats) Backfill(load func(since time.Time) ([]memory.Turn, error)) error {
+	s.fillMu.Lock()
+	defer s.fillMu.Unlock()
+	if s.filled {
+		return nil
+	}
+	now := s.now()
+	since := now.Add(-bucketCount * time.Minute)
+	turns, err := load(since)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, t := range turns {
+		if t.Ended.IsZero() || t.Ended.Before(since) || !t.Ended.Before(s.started) {
+			continue
+		}
+		s.addLocked(t.Ended, t.Ended.Sub(t.Started), t.FinishReason == string(agent.FinishAPIError))
+	}
+	s.filled = true
+	return nil
+}
+
+// addLocked counts a turn that ended at with latency d in its minute.
+func (s *Stats) addLocked(at time.Time, d time.Duration, failed bool) {
+	if s.buckets == nil {
+		s.buckets = new([bucketCount]bucket)
+	}
+	m := at.Unix() / 60
+	b := &s.buckets[m%bucketCount]
+	if b.minute != m {
+		if b.minute > m {
+			return // the slot holds a later minute already
+		}
+		*b = bucket{minute: m}
+	}
+	b.turns++
+	if failed {
+		b.errors++
+	}
+	d = max(d, 0)
+	b.latency += d
+	b.maxLat = max(b.maxLat, d)
 }
 
 // MessageIn records an inbound message of channel.
@@ -71,22 +126,9 @@ func (s *Stats) MessageDropped(string, string) {}
 // TurnDone records a finished turn.
 func (s *Stats) TurnDone(channel string, res agent.Result, err error, d time.Duration) {
 	now := s.now()
-	m := now.Unix() / 60
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.buckets == nil {
-		s.buckets = new([bucketCount]bucket)
-	}
-	b := &s.buckets[m%bucketCount]
-	if b.minute != m {
-		*b = bucket{minute: m}
-	}
-	b.turns++
-	if err != nil {
-		b.errors++
-	}
-	b.latency += d
-	b.maxLat = max(b.maxLat, d)
+	s.addLocked(now, d, err != nil)
 	if res.TurnID == "" {
 		return
 	}

@@ -18,6 +18,10 @@ type turnView struct {
 	Items    []itemView
 	Timeline []stepView
 	Traced   bool // the timeline is the agent's trace (else from message times)
+	// Waterfall is the timeline as a picture (waterfall.go); nil without
+	// steps. spans are its bars before layout.
+	Waterfall *waterfall
+	spans     []wfSpan
 }
 
 // itemView is a user message, an answer, or a tool call with its result.
@@ -84,6 +88,8 @@ func turnViewOf(t memory.Turn, stats *Stats) turnView {
 	}
 	if tr, ok := stats.Trace(t.ID); ok {
 		v.Timeline, v.Traced = traceSteps(tr.Entries, t.Started), true
+		v.spans = traceSpans(tr.Entries, t.Started)
+		v.Waterfall = layoutWaterfall(v.spans, v.Duration)
 		if len(v.Models) == 0 {
 			v.Models = tr.Models
 		}
@@ -93,6 +99,8 @@ func turnViewOf(t memory.Turn, stats *Stats) turnView {
 		return v
 	}
 	v.Timeline = messageSteps(t)
+	v.spans = messageSpans(v.Timeline)
+	v.Waterfall = layoutWaterfall(v.spans, v.Duration)
 	return v
 }
 

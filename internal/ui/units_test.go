@@ -105,7 +105,7 @@ func TestSafeNext(t *testing.T) {
 func TestChartIsPlainSVG(t *testing.T) {
 	pts := []Point{{Start: time.Unix(0, 0), Turns: 3, AvgLat: time.Second}, {Start: time.Unix(60, 0), Turns: 0}}
 	for _, bars := range []bool{true, false} {
-		svg := string(chart(`<b>"label"`, pts, turnsOf, countLabel, bars))
+		svg := string(chart(`"><b>id`, `<b>"label"`, pts, turnsOf, countLabel, bars, dayAxis))
 		if !strings.HasPrefix(svg, "<svg") || strings.Contains(svg, "style=") || strings.Contains(svg, "<b>") || strings.Contains(svg, "<script") {
 			t.Errorf("chart: %s", svg)
 		}

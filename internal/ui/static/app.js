@@ -13,6 +13,38 @@
     window.addEventListener("pagehide", function () { es.close(); });
   });
 
+  // The menu (issue 34): on a narrow screen the stylesheet hides the
+  // navigation of a "collapsible" header until its button opens it. Without
+  // this script the button stays hidden and the links are always shown.
+  var toggle = document.getElementById("menu-toggle");
+  var header = toggle && toggle.closest("header");
+  if (toggle && header) {
+    toggle.hidden = false;
+    toggle.addEventListener("click", function () {
+      var open = header.classList.toggle("open");
+      toggle.setAttribute("aria-expanded", open ? "true" : "false");
+    });
+  }
+
+  // Badges in the navigation: what waits for the operator (approvals,
+  // pairing codes), kept current by the attention stream. Counts are numbers
+  // set with textContent.
+  var menu = document.querySelector("nav[data-attention]");
+  if (menu) {
+    var att = new EventSource(menu.getAttribute("data-attention"));
+    att.addEventListener("attention", function (e) {
+      var n;
+      try { n = JSON.parse(e.data); } catch (err) { return; }
+      n.total = (Number(n.pairing) || 0) + (Number(n.approvals) || 0);
+      document.querySelectorAll("[data-attention-count]").forEach(function (b) {
+        var v = Number(n[b.getAttribute("data-attention-count")]) || 0;
+        b.textContent = String(v);
+        b.hidden = v === 0;
+      });
+    });
+    window.addEventListener("pagehide", function () { att.close(); });
+  }
+
   var chat = document.getElementById("chat");
   if (!chat) { return; }
   var conv = chat.getAttribute("data-conv");
@@ -93,6 +125,33 @@
       .catch(function () { t.textContent = text + "  (not sent: the daemon did not answer)"; });
   }
   form.addEventListener("submit", function (e) { e.preventDefault(); send(); });
+
+  // Uploads: the file goes to the chat like a platform's attachment. Its
+  // size is checked here first (media.max_upload; the server checks again),
+  // and every outcome is shown as text.
+  var upForm = document.getElementById("upload-form");
+  var upFile = document.getElementById("upload-file");
+  var upStatus = document.getElementById("upload-status");
+  function mib(n) { return n % 1048576 === 0 ? (n / 1048576) + " MiB" : n >= 1048576 ? (n / 1048576).toFixed(1) + " MiB" : n >= 1024 ? Math.floor(n / 1024) + " KiB" : n + " bytes"; }
+  if (upForm && upFile && upStatus) {
+    upForm.addEventListener("submit", function (e) {
+      e.preventDefault();
+      var file = upFile.files && upFile.files[0];
+      if (!file) { upStatus.textContent = "Choose a file first."; return; }
+      var max = Number(upForm.getAttribute("data-max")) || 0;
+      if (max > 0 && file.size > max) {
+        upStatus.textContent = "Not sent: the file is larger than " + mib(max) + ", the most the console takes (media.max_upload).";
+        return;
+      }
+      upStatus.textContent = "Sending " + file.name + "…";
+      fetch(upForm.action, { method: "POST", body: new FormData(upForm), headers: { "X-CSRF-Token": csrf }, credentials: "same-origin" })
+        .then(function (r) {
+          if (r.ok) { upStatus.textContent = "Sent " + file.name + "."; upForm.reset(); return; }
+          return r.text().then(function (msg) { upStatus.textContent = "Not sent: " + msg.trim(); });
+        })
+        .catch(function () { upStatus.textContent = "Not sent: the daemon did not answer."; });
+    });
+  }
   input.addEventListener("keydown", function (e) {
     if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); send(); }
   });
