@@ -156,7 +156,10 @@ func NewAgent(cfg *config.Config, deps AgentDeps, log *slog.Logger, client *http
 		Tools:             deps.Tools,
 		Approve:           approveFunc(cfg, deps, log),
 		Gate:              budgetGate(cfg, deps),
+		Workspace:         workspaceOf(deps.Sessions), // the chats' files (exec.go)
+		WorkspaceLimits:   workspaceLimits(cfg),
 		OnUsage:           onUsage(deps),
+		Media:             mediaPreparer(cfg, client, log),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("build the agent: %w", err)
@@ -196,11 +199,18 @@ func toolRegistry(cfg *config.Config, store memory.Store, log *slog.Logger) (*ag
 		return nil, fmt.Errorf("agent.web_fetch: %w", err)
 	}
 	builtins = append(builtins, tools.NewMemory(store, tools.MemoryOptions{Location: cfg.Bot.Location()}))
+	builtins = append(builtins, tools.NewFiles(tools.FilesOptions{MaxOutput: cfg.Agent.ObservationMaxLen})...)
+	builtins = append(builtins, tools.NewSendFile()) // chat turns only: the hub queues its files (channels/hub/sendfile.go)
 	extra, err := searchAndSkills(cfg, log)
 	if err != nil {
 		return nil, err
 	}
 	builtins = append(builtins, extra...)
+	if ex, err := execTool(cfg, log); err != nil { // exec.go
+		return nil, err
+	} else if ex != nil {
+		builtins = append(builtins, ex)
+	}
 	for _, t := range builtins {
 		if err := registerEnabled(cfg, reg, t); err != nil {
 			return nil, err

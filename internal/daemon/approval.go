@@ -22,7 +22,7 @@ func approveFunc(cfg *config.Config, deps AgentDeps, log *slog.Logger) agent.App
 	if deps.Approve != nil {
 		return deps.Approve
 	}
-	p := agent.ApprovalPolicy{Require: append([]string(nil), cfg.Agent.RequireApproval...)}
+	p := agent.ApprovalPolicy{Require: append([]string(nil), cfg.Agent.RequireApproval...), Also: execApproval(cfg)}
 	if deps.Auditor != nil {
 		a := deps.Auditor
 		p.Audit = func(ctx context.Context, rec memory.AuditRecord) {

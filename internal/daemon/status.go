@@ -56,6 +56,7 @@ func (d *Daemon) statusFacts(ctx context.Context) string {
 	if sessions, err := d.store.ListSessions(ctx); err == nil {
 		fmt.Fprintf(&b, "sessions: %d\n", len(sessions))
 	}
+	b.WriteString(d.tasksFact(ctx))
 	b.WriteString(d.clusterFacts(ctx))
 	return b.String()
 }

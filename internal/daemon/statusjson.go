@@ -10,6 +10,7 @@ import (
 	"github.com/switchboard-bot/switchboard/internal/cluster"
 	"github.com/switchboard-bot/switchboard/internal/config"
 	"github.com/switchboard-bot/switchboard/internal/redact"
+	"github.com/switchboard-bot/switchboard/memory"
 )
 
 // StatusReport is /admin/status?format=json and `switchboard status
@@ -25,6 +26,9 @@ type StatusReport struct {
 	Messages   MessageCounts   `json:"messages"`
 	Turns      TurnCounts      `json:"turns"`
 	Deliveries DeliveryCounts  `json:"deliveries"`
+	// Tasks are the background tasks queued and running (every replica's);
+	// null when the store did not answer.
+	Tasks *memory.TaskCounts `json:"tasks"`
 }
 
 // ChannelReport is one channel's health.
@@ -194,5 +198,6 @@ func (d *Daemon) StatusReport(ctx context.Context) StatusReport {
 	rep.Turns = TurnCounts{Total: hs.Turns, Failed: hs.TurnErrors, ActiveSessions: hs.ActiveSessions, QueuedMessages: hs.QueueDepth}
 	o := d.deliver.Out.Stats()
 	rep.Deliveries = DeliveryCounts{Sent: o.Sent, Edited: o.Edited, Retried: o.Retried, Failed: o.Failed, Resent: o.Resent, LastFailure: o.LastFailure}
+	rep.Tasks = d.taskCounts(ctx)
 	return rep
 }

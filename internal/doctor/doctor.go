@@ -14,7 +14,9 @@
 // mode, Descriptor.WebhookDoctor: Telegram's webhook URL/secret, Slack's
 // signing secret), server (non-loopback listener without an admin token)
 // and personas (directory, parseable files, names the selection rules
-// reference). Doctor names no platform: it iterates the registry.
+// reference), then exec sandbox when agent.tools enables exec (a real
+// sandbox runs true, exec.go). Doctor names no platform: it iterates the
+// registry.
 //
 // Design decisions:
 //
@@ -117,6 +119,9 @@ type Options struct {
 	// MinFreeBytes is the free space under which the data dir check warns
 	// (default 100 MiB).
 	MinFreeBytes uint64
+	// Bwrap is the bubblewrap binary the exec check tries ("" = bwrap on
+	// PATH, then /usr/bin/bwrap); tests point it at a missing one.
+	Bwrap string
 	// Logger receives debug logs (nil: discard). Never secrets.
 	Logger *slog.Logger
 	// Platforms are the chat platforms the config may enable (nil: the
@@ -257,6 +262,9 @@ func Check(ctx context.Context, opts Options) []Result {
 	}
 
 	results = append(results, d.checkWebhooks(), d.checkServer(), d.checkPersonas())
+	if d.execEnabled() { // exec.go
+		results = append(results, d.checkExec(ctx))
+	}
 	return d.scrub(results)
 }
 
