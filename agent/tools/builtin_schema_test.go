@@ -39,6 +39,8 @@ func builtinTools(t *testing.T) []agent.Tool {
 		heartbeat.NewScheduleTool(nil),
 		heartbeat.NewSendMessageTool(nil, nil, nil, nil),
 		skills.NewTool(nil, 0),
+		tools.NewSpawn(nil),
+		tools.NewSendFile(),
 	}, tools.NewFiles(tools.FilesOptions{})...)
 }
 
@@ -150,6 +152,17 @@ func TestBuiltinToolArgsValidated(t *testing.T) {
 		{"skill", `{"name":"deploy","offset":-1}`, "offset"},
 		{"skill", `{"name":` + long(65) + `}`, "name"},
 		{"skill", `{}`, "name"},
+		{"spawn", `{"title":"research","prompt":"find the cheapest flight"}`, ""},
+		{"spawn", `{"title":"research","prompt":"find it","tools":["web_*"]}`, ""},
+		{"spawn", `{"title":"","prompt":"find it"}`, "title"},
+		{"spawn", `{"title":"research"}`, "prompt"},
+		{"spawn", `{"title":` + long(81) + `,"prompt":"x"}`, "title"},
+		{"spawn", `{"title":"r","prompt":"x","tools":"web_fetch"}`, "tools"},
+		{"send_file", `{"path":"reports/q3.pdf"}`, ""},
+		{"send_file", `{"path":"reports/q3.pdf","caption":"Q3"}`, ""},
+		{"send_file", `{"caption":"Q3"}`, "path"},
+		{"send_file", `{"path":"a.txt","caption":` + long(1025) + `}`, "caption"},
+		{"send_file", `{"path":"a.txt","to":"slack:C1"}`, "to"},
 	}
 	for _, c := range cases {
 		err := reg.Validate(c.tool, json.RawMessage(c.args))

@@ -14,8 +14,9 @@
 // mailbox.go (the IMAP session: login, select, cursor, fetch, IDLE/poll),
 // inbound.go (a fetched mail → channels.Message), filter.go (loops,
 // bounces, lists, the bot's own mail, Authentication-Results), send.go
-// (Format, Send: MIME composition and SMTP submission), platform.go (the
-// registry's descriptor and config section), doctor.go (doctor's checks).
+// (Format, Send: MIME composition and SMTP submission), files.go
+// (SendFile: send_file's attachments), platform.go (the registry's
+// descriptor and config section), doctor.go (doctor's checks).
 //
 // Design decisions:
 //
@@ -93,6 +94,13 @@
 //     Message-ID as the first attempt (receiving stores that drop duplicate
 //     Message-IDs drop it). There is no streaming, no editing and
 //     no typing in mail; the answer is sent once, at the end.
+//   - Files (send_file, channels.FileSender): each file is a mail of its
+//     own in the thread, threaded and Message-ID'd like an answer
+//     (multipart/mixed: the caption as text with an escaped HTML
+//     alternative, the file as a base64 attachment under its name; HTML and
+//     SVG go as application/octet-stream, never rendered in the mail), at
+//     most Options.MaxFileSize (17 MiB: 1.37 times that in base64 stays
+//     within the common 25 MB limit of a mail). See files.go.
 //   - Transport security: imaps:// and smtps:// are implicit TLS; imap://
 //     and smtp:// require STARTTLS except on a loopback host, where plain
 //     text is allowed (a local relay or the tests). Credentials never
@@ -149,6 +157,7 @@ type Options struct {
 	MaxText       int           // bytes of a mail's text part read; default 256 KiB
 	MaxAttachment int64         // largest attachment fetched; default 10 MiB
 	MaxMedia      int64         // attachments of one mail in total; default 25 MiB
+	MaxFileSize   int64         // largest file send_file mails; default DefaultMaxFileSize (files.go)
 	Timeout       time.Duration // per IMAP/SMTP command round; default 60s
 	RetryMin      time.Duration // first reconnect backoff; default 500ms
 	RetryMax      time.Duration // longest; default 30s
@@ -209,6 +218,9 @@ func (o *Options) defaults() error {
 	}
 	if o.MaxMedia <= 0 {
 		o.MaxMedia = 25 << 20
+	}
+	if o.MaxFileSize <= 0 {
+		o.MaxFileSize = DefaultMaxFileSize
 	}
 	if o.Now == nil {
 		o.Now = time.Now

@@ -108,3 +108,24 @@ func (d driver) WaitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	testkit.WaitUntil(t, channeltest.Timeout, 20*time.Millisecond, what, func() (bool, <-chan struct{}) { return cond(), nil })
 }
+
+// Files implements channeltest.FileDriver: the attachments of the bot's
+// mails in the target's thread, each with its mail's text as the caption.
+func (d driver) Files(tg channels.Target) []channeltest.SentFile {
+	var out []channeltest.SentFile
+	for _, m := range d.w.smtp.Messages() {
+		refs := ids(m.Header.Get("References"))
+		if !slices.Contains(m.To, tg.ChatID) || (tg.ThreadID == "") != (len(refs) == 0) || (tg.ThreadID != "" && refs[0] != tg.ThreadID) {
+			continue
+		}
+		rm, err := parseMail(m.Data)
+		if err != nil {
+			out = append(out, channeltest.SentFile{Name: "unreadable mail: " + err.Error()})
+			continue
+		}
+		for _, f := range rm.files {
+			out = append(out, channeltest.SentFile{Name: f.name, Data: f.data, Caption: strings.TrimSpace(rm.text)})
+		}
+	}
+	return out
+}

@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"mime"
 	"mime/quotedprintable"
 	"net"
@@ -45,58 +46,80 @@ func (a *Adapter) Format(md string) []channels.Chunk {
 // Send mails one chunk to the target's address, in its thread when the
 // target names one, and returns the mail's Message-ID.
 func (a *Adapter) Send(ctx context.Context, out channels.Outgoing) (string, error) {
-	to, err := recipient(out.Target.ChatID)
+	subject := firstLine(out.Plain, 78)
+	if subject == "" {
+		subject = "Message"
+	}
+	m, err := a.prepare(ctx, out.Target, out.ReplyTo, out.Nonce, subject)
 	if err != nil {
-		return "", channels.Permanent(err)
-	}
-	mid, err := a.messageID(ctx, out.Nonce)
-	if err != nil {
-		return "", channels.Temporary(err)
-	}
-	h := mailHeader{from: a.opts.Address, to: to, id: mid, date: a.opts.Now()}
-	var th thread
-	if tid := out.Target.ThreadID; tid != "" {
-		var found bool
-		th, found, err = a.loadThread(ctx, to, tid)
-		if err != nil {
-			return "", channels.Temporary(fmt.Errorf("load the thread: %w", err))
-		}
-		if !found && strings.Contains(tid, "@") {
-			th.Refs = []string{tid}
-		}
-		h.refs = th.Refs
-		h.inReplyTo = safeID(out.ReplyTo)
-		if h.inReplyTo == "" && len(th.Refs) > 0 {
-			h.inReplyTo = th.Refs[len(th.Refs)-1]
-		}
-		subject := stripRe(th.Subject)
-		if subject == "" {
-			subject = "your message"
-		}
-		h.subject = "Re: " + subject
-		h.autoSubmitted = "auto-replied"
-	} else {
-		h.subject = firstLine(out.Plain, 78)
-		if h.subject == "" {
-			h.subject = "Message"
-		}
-		h.autoSubmitted = "auto-generated"
-	}
-	raw := compose(h, out.Plain, renderHTML(out.Text))
-	if err := a.submit(ctx, to, raw); err != nil {
 		return "", err
 	}
-	// Later sends in the thread reference this mail too; a failure here
-	// costs only a reference.
-	key := out.Target.ThreadID
-	if key == "" {
-		key, th = mid, thread{Subject: h.subject}
+	if err := a.submit(ctx, m.to, compose(m.h, out.Plain, renderHTML(out.Text))); err != nil {
+		return "", err
 	}
-	th.Refs = appendRefs(append(th.Refs, mid), maxRefs)
-	if err := a.saveThread(ctx, to, key, th); err != nil {
+	a.recordSent(ctx, out.Target, m)
+	return m.h.id, nil
+}
+
+// outMail is a mail about to be sent: its recipient, its header and the
+// thread it joins.
+type outMail struct {
+	to string
+	h  mailHeader
+	th thread
+}
+
+// prepare checks target's address and makes the header of a mail to it:
+// the Message-ID from nonce, and in the target's thread (when it names one)
+// "Re: <subject>", In-Reply-To and References; otherwise a new thread
+// under subject.
+func (a *Adapter) prepare(ctx context.Context, target channels.Target, replyTo, nonce, subject string) (outMail, error) {
+	to, err := recipient(target.ChatID)
+	if err != nil {
+		return outMail{}, channels.Permanent(err)
+	}
+	mid, err := a.messageID(ctx, nonce)
+	if err != nil {
+		return outMail{}, channels.Temporary(err)
+	}
+	m := outMail{to: to, h: mailHeader{from: a.opts.Address, to: to, id: mid, date: a.opts.Now()}}
+	tid := target.ThreadID
+	if tid == "" {
+		m.h.subject, m.h.autoSubmitted = subject, "auto-generated"
+		return m, nil
+	}
+	var found bool
+	m.th, found, err = a.loadThread(ctx, to, tid)
+	if err != nil {
+		return outMail{}, channels.Temporary(fmt.Errorf("load the thread: %w", err))
+	}
+	if !found && strings.Contains(tid, "@") {
+		m.th.Refs = []string{tid}
+	}
+	m.h.refs = m.th.Refs
+	m.h.inReplyTo = safeID(replyTo)
+	if m.h.inReplyTo == "" && len(m.th.Refs) > 0 {
+		m.h.inReplyTo = m.th.Refs[len(m.th.Refs)-1]
+	}
+	root := stripRe(m.th.Subject)
+	if root == "" {
+		root = "your message"
+	}
+	m.h.subject, m.h.autoSubmitted = "Re: "+root, "auto-replied"
+	return m, nil
+}
+
+// recordSent adds a sent mail to its thread, so later sends in the thread
+// reference it too; a failure here costs only a reference.
+func (a *Adapter) recordSent(ctx context.Context, target channels.Target, m outMail) {
+	key, th := target.ThreadID, m.th
+	if key == "" {
+		key, th = m.h.id, thread{Subject: m.h.subject}
+	}
+	th.Refs = appendRefs(append(th.Refs, m.h.id), maxRefs)
+	if err := a.saveThread(ctx, m.to, key, th); err != nil {
 		a.log.Warn("email: could not record the sent mail in its thread", "err", err)
 	}
-	return mid, nil
 }
 
 // recipient checks a target's chat id: a bare address.
@@ -195,8 +218,39 @@ type mailHeader struct {
 // compose writes a multipart/alternative mail (CRLF line ends).
 func compose(h mailHeader, text, html string) []byte {
 	var b bytes.Buffer
+	boundary := boundaryOf(h, "sb-")
+	writeHeader(&b, h, `multipart/alternative; boundary="`+boundary+`"`)
+	writeAlternative(&b, boundary, text, html)
+	return b.Bytes()
+}
+
+// boundaryOf is a MIME boundary for a mail: prefix and a hash of its
+// Message-ID (prefixes other than "sb-" must not start with a hex digit,
+// so that no boundary is the beginning of another).
+func boundaryOf(h mailHeader, prefix string) string {
 	sum := sha256.Sum256([]byte(h.id))
-	boundary := "sb-" + hex.EncodeToString(sum[:12])
+	return prefix + hex.EncodeToString(sum[:12])
+}
+
+// writeAlternative writes the body of a multipart/alternative entity:
+// text and html, each quoted-printable, and the closing delimiter.
+func writeAlternative(w io.Writer, boundary, text, html string) {
+	part := func(ct, body string) {
+		_, _ = io.WriteString(w, "--"+boundary+"\r\n")
+		_, _ = io.WriteString(w, "Content-Type: "+ct+"; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n")
+		qw := quotedprintable.NewWriter(w)
+		_, _ = qw.Write([]byte(strings.ReplaceAll(body, "\r\n", "\n")))
+		_ = qw.Close()
+		_, _ = io.WriteString(w, "\r\n")
+	}
+	part("text/plain", text)
+	part("text/html", html)
+	_, _ = io.WriteString(w, "--"+boundary+"--\r\n")
+}
+
+// writeHeader writes h as a mail's header, Content-Type contentType, and
+// the blank line that ends it.
+func writeHeader(b *bytes.Buffer, h mailHeader, contentType string) {
 	hdr := func(k, v string) { b.WriteString(k + ": " + v + "\r\n") }
 	hdr("From", "<"+h.from+">")
 	hdr("To", "<"+h.to+">")
@@ -220,20 +274,8 @@ func compose(h mailHeader, text, html string) []byte {
 	hdr("MIME-Version", "1.0")
 	hdr("Auto-Submitted", h.autoSubmitted)
 	hdr("X-Auto-Response-Suppress", "All")
-	hdr("Content-Type", `multipart/alternative; boundary="`+boundary+`"`)
+	hdr("Content-Type", contentType)
 	b.WriteString("\r\n")
-	part := func(ct, body string) {
-		b.WriteString("--" + boundary + "\r\n")
-		b.WriteString("Content-Type: " + ct + "; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n")
-		w := quotedprintable.NewWriter(&b)
-		_, _ = w.Write([]byte(strings.ReplaceAll(body, "\r\n", "\n")))
-		_ = w.Close()
-		b.WriteString("\r\n")
-	}
-	part("text/plain", text)
-	part("text/html", html)
-	b.WriteString("--" + boundary + "--\r\n")
-	return b.Bytes()
 }
 
 // submit hands raw to the submission server for to. Failures are
