@@ -103,6 +103,9 @@ func Start(t testing.TB, opts Options) *Server {
 	}()
 	t.Cleanup(func() {
 		_ = s.srv.Close()
+		// Close misses a listener Serve has not registered yet (a test that
+		// ends at once): closing it here makes Serve return either way.
+		_ = ln.Close()
 		<-done
 	})
 	return s
