@@ -49,6 +49,10 @@
 //     Live, in its event and in History until the indicator goes off, so a
 //     view can show the growing answer apart from the finished messages,
 //     even when it connects in the middle of a turn (Typing, History).
+//   - The operator's own messages are kept too (Posts, Kind "post", within
+//     the same bounds), apart from the bot's (History): the stored turn shows
+//     a message only once the turn is committed, and a console reloaded while
+//     the turn still runs (waiting for /approve) must still show it.
 //   - Stop ends every subscription (their channels close) and makes Post
 //     refuse; it is idempotent. The daemon calls it at shutdown so open
 //     Server-Sent Events streams end and the HTTP server can stop.
@@ -77,6 +81,9 @@ const (
 	KindDelta   = "delta"   // streamed text to append (DeltaWriter)
 	KindReset   = "reset"   // the streamed text so far was not the answer
 	KindTyping  = "typing"  // Text "on" or "off"
+	// KindPost is the operator's own message, as Posts keeps it (From,
+	// Text, File); it is not published to subscribers.
+	KindPost = "post"
 )
 
 // Typing event texts.
@@ -96,6 +103,10 @@ type Event struct {
 	// indicator is on: a draft of the turn still running. In History it is
 	// cleared when the indicator goes off (the turn ended).
 	Live bool
+	// From is the sender's name of a KindPost (the operator); File the name
+	// of the file a post carried ("" for text). Both are untrusted text.
+	From string
+	File string
 }
 
 // ErrStopped is returned by Post after Stop, and ErrNotRunning when the

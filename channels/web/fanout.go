@@ -3,10 +3,11 @@ package web
 import "sync"
 
 // conv is the kept history of one conversation: the bot's messages with
-// their current text, oldest first.
+// their current text, and the operator's posted messages, oldest first.
 type conv struct {
-	msgs []Event
-	last int64 // Adapter.tick of the last message or edit
+	msgs  []Event
+	posts []Event // KindPost
+	last  int64   // Adapter.tick of the last message, edit or post
 }
 
 // Subscribe streams the events of conversation conv until cancel is called
@@ -59,10 +60,42 @@ func (a *Adapter) History(conv string) []Event {
 	return append([]Event(nil), c.msgs...)
 }
 
+// Posts returns the operator's messages posted to conv in this process
+// (Kind KindPost, From the sender's name), oldest first, at most MaxHistory.
+// A console shows them until the stored turn that answers them is there:
+// while a turn waits (for an approval, a slow model) the turn is not stored
+// yet, and a page reloaded then must still show what the operator said.
+func (a *Adapter) Posts(conv string) []Event {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c := a.convs[conv]
+	if c == nil {
+		return nil
+	}
+	return append([]Event(nil), c.posts...)
+}
+
 // record appends a sent message to conv's history, forgetting the oldest
 // message and the least recently active conversation past the bounds.
 // Called with a.mu held.
 func (a *Adapter) record(id string, ev Event) {
+	c := a.touch(id)
+	c.msgs = keepLast(append(c.msgs, ev), a.opts.MaxHistory)
+}
+
+// recordPost appends the operator's message ev to conv's posts, within the
+// same bounds as record.
+func (a *Adapter) recordPost(id string, ev Event) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c := a.touch(id)
+	c.posts = keepLast(append(c.posts, ev), a.opts.MaxHistory)
+}
+
+// touch returns conv id's history (made, evicting the least recently active
+// conversation past MaxConversations) and marks it active. Called with a.mu
+// held.
+func (a *Adapter) touch(id string) *conv {
 	a.tick++
 	c := a.convs[id]
 	if c == nil {
@@ -73,10 +106,15 @@ func (a *Adapter) record(id string, ev Event) {
 		a.convs[id] = c
 	}
 	c.last = a.tick
-	c.msgs = append(c.msgs, ev)
-	if over := len(c.msgs) - a.opts.MaxHistory; over > 0 {
-		c.msgs = append(c.msgs[:0], c.msgs[over:]...)
+	return c
+}
+
+// keepLast drops the oldest events of list past n.
+func keepLast(list []Event, n int) []Event {
+	if over := len(list) - n; over > 0 {
+		list = append(list[:0], list[over:]...)
 	}
+	return list
 }
 
 // evictOldest forgets the least recently active conversation. Called with

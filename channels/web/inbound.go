@@ -64,6 +64,11 @@ func (a *Adapter) post(ctx context.Context, conv, user, text string, media []cha
 	if err := sink.Handle(ctx, msg); err != nil {
 		return "", fmt.Errorf("web: message not accepted: %w", err)
 	}
+	post := Event{Kind: KindPost, ID: msg.MessageID, Text: text, Time: msg.Time, From: user}
+	if len(media) > 0 {
+		post.File = media[0].Name
+	}
+	a.recordPost(conv, post)
 	return msg.MessageID, nil
 }
 

@@ -14,8 +14,12 @@ import (
 	"github.com/switchboard-bot/switchboard/memory"
 )
 
-// Operator is the sender name of messages typed in the console's chat.
+// Operator is the sender id of messages typed in the console's chat (its
+// user key is "web:user:operator"); pages name it You.
 const Operator = "operator"
+
+// You is how the chat names the operator's own messages, everywhere.
+const You = "you"
 
 // maxChatText bounds one chat message from the console.
 const maxChatText = 64 << 10
@@ -35,9 +39,13 @@ type chatData struct {
 	Personas []string
 	Persona  string
 	Chosen   bool
-	Turns    []turnView
-	Notices  []ChatEvent // messages to the chat that are no turn's answer (commands, approvals)
-	Live     chatLive    // the running turn: typing, and the drafts it is writing
+	// Entries is the conversation, oldest first: the stored turns, with
+	// the messages sent while each ran (an approval request, the
+	// operator's /approve) inside it, and the messages outside any stored
+	// turn (commands and their answers, the operator's message whose turn
+	// is not stored yet) between them (chatlog.go).
+	Entries []chatEntry
+	Live    chatLive // the running turn: typing, and the drafts it is writing
 	// MaxUpload is media.max_upload, checked by the page's script before an
 	// upload (upload.go checks it again).
 	MaxUpload int64
@@ -88,7 +96,7 @@ func (s *Server) chatPage(w http.ResponseWriter, r *http.Request) {
 		s.notFound(w, r, "Not a chat id: use letters, digits, - and _.")
 		return
 	}
-	d, err := s.chatData(r, conv)
+	d, err := s.chatData(r, conv, csrfOf(r))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -99,8 +107,10 @@ func (s *Server) chatPage(w http.ResponseWriter, r *http.Request) {
 }
 
 // chatData is the conversation conv: its turns from the store, the other
-// messages the web channel sent it, and the turn running now.
-func (s *Server) chatData(r *http.Request, conv string) (chatData, error) {
+// messages of the web channel (the operator's and the bot's), the turn
+// running now, and the call waiting for approval, if any. csrf is the
+// session's token, for the approval card's forms.
+func (s *Server) chatData(r *http.Request, conv, csrf string) (chatData, error) {
 	key := webTarget(conv).String()
 	st := s.o.Backend.Store()
 	d := chatData{Conv: conv, Personas: s.o.Backend.Personas().Names()}
@@ -118,16 +128,8 @@ func (s *Server) chatData(r *http.Request, conv string) (chatData, error) {
 			return d, err
 		}
 	}
-	d.Turns = turnViews(turns, s.o.Stats)
 	d.Live.Typing = s.o.Chat.Typing(conv)
-	for _, ev := range finalTexts(s.o.Chat.History(conv)) {
-		switch {
-		case ev.Live: // the running turn's draft: the live area shows it
-			d.Live.upsert(ev.ID, ev.Text)
-		case !answered(turns, ev.Text):
-			d.Notices = append(d.Notices, ev)
-		}
-	}
+	d.Entries, d.Live = s.chatLog(conv, turns, d.Live, csrf)
 	return d, nil
 }
 

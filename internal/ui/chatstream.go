@@ -2,6 +2,7 @@ package ui
 
 import (
 	"encoding/json"
+	"html/template"
 	"net/http"
 	"strings"
 	"time"
@@ -16,19 +17,40 @@ import (
 //     a message that is no draft arrives, when a turn ends (typing off) and
 //     once more when the turn's commit shows up in the store after that.
 //   - "live": JSON chatLive, the running turn as the live area shows it:
-//     the typing indicator and the drafts growing as the hub edits them.
-//     Sent when the stream opens and whenever it changes. A draft edit
-//     never re-renders the history, so the live answer is not wiped and
-//     re-drawn at each edit, and a draft never shows as a finished message.
-//   - "delta" and "reset": streamed text of a DeltaWriter turn (text).
+//     the typing indicator, the drafts growing as the hub edits them (and
+//     the text of a DeltaWriter turn), and the Approve / Deny card of a call
+//     waiting for approval. Sent when the stream opens and whenever it
+//     changes. A draft edit never re-renders the history, so the live
+//     answer is not wiped and re-drawn at each edit, and a draft never shows
+//     as a finished message.
 //
-// Text in "live" and "delta" is the model's Markdown; app.js shows it with
-// textContent only.
+// Markdown while it streams (issue 34): "live" carries the live area's
+// content as HTML rendered here, by the same template and the same
+// sanitizer as the page (markdownHTML: goldmark without raw HTML, safeLinks)
+// — the only HTML the console makes from text. app.js puts it in place
+// through a <template> element (whose content never runs a script) and
+// builds no HTML from model text itself. It is bounded: a draft longer than
+// maxLiveMarkdown is shown as plain text until it is finished, edits come at
+// most every EditInterval from the hub (a slow view gets them coalesced),
+// and a DeltaWriter turn's text is re-rendered at most every liveEvery.
+
+// maxLiveMarkdown is the longest draft the live area renders as Markdown.
+const maxLiveMarkdown = 64 << 10
+
+// liveEvery is the shortest time between two renders of streamed deltas.
+const liveEvery = 100 * time.Millisecond
 
 // chatLive is what the chat's live area shows of the running turn.
 type chatLive struct {
 	Typing bool        `json:"typing"`
 	Drafts []liveDraft `json:"drafts"`
+	// HTML is the area's content as the "live" template renders it (set
+	// when sent).
+	HTML string `json:"html"`
+	// Streamed is the text a DeltaWriter turn streamed so far; Approval
+	// the card of the call waiting for approval.
+	Streamed string        `json:"-"`
+	Approval *approvalCard `json:"-"`
 }
 
 // liveDraft is one message the bot is still writing.
@@ -59,20 +81,22 @@ func (l *chatLive) remove(id string) bool {
 	return false
 }
 
-// Text is the drafts' text as the live area shows it.
-func (l chatLive) Text() string {
-	parts := make([]string, 0, len(l.Drafts))
-	for _, d := range l.Drafts {
-		parts = append(parts, d.Text)
-	}
-	return strings.Join(parts, "\n\n")
+// Shown reports whether the live area is visible.
+func (l chatLive) Shown() bool {
+	return l.Typing || len(l.Drafts) > 0 || l.Streamed != "" || l.Approval != nil
 }
 
-// Shown reports whether the live area is visible.
-func (l chatLive) Shown() bool { return l.Typing || len(l.Drafts) > 0 }
-
 // ShowTyping reports whether "typing…" shows: a turn runs with no text yet.
-func (l chatLive) ShowTyping() bool { return l.Typing && len(l.Drafts) == 0 }
+func (l chatLive) ShowTyping() bool { return l.Typing && len(l.Drafts) == 0 && l.Streamed == "" }
+
+// liveMarkdown renders a draft: sanitized Markdown (markdownHTML), or plain
+// text past maxLiveMarkdown.
+func liveMarkdown(s string) template.HTML {
+	if len(s) > maxLiveMarkdown {
+		return template.HTML("<pre>" + template.HTMLEscapeString(s) + "</pre>") //nolint:gosec // escaped
+	}
+	return template.HTML(strings.TrimSpace(string(markdownHTML(s)))) //nolint:gosec // markdownHTML's output, trimmed
+}
 
 // How often and how long the chat stream looks for a turn's commit after
 // it ended or its answer arrived.
@@ -87,8 +111,11 @@ type chatView struct {
 	sse   *sseWriter
 	r     *http.Request
 	conv  string
+	csrf  string // the session's, for the approval card's forms
 	live  chatLive
 	shown string // the newest stored turn when the history was last sent
+	// flush is set while streamed deltas wait to be rendered (liveEvery).
+	flush <-chan time.Time
 }
 
 // chatStream sends conversation conv's live events until the request ends
@@ -108,7 +135,7 @@ func (s *Server) chatStream(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	v := &chatView{s: s, sse: sse, r: r, conv: conv}
+	v := &chatView{s: s, sse: sse, r: r, conv: conv, csrf: csrfOf(r)}
 	d, err := v.sendHistory()
 	if err != nil {
 		return
@@ -140,6 +167,11 @@ func (s *Server) chatStream(w http.ResponseWriter, r *http.Request) {
 				waitUntil = s.o.Now().Add(commitWait)
 				recheck = time.After(commitPoll)
 			}
+		case <-v.flush:
+			v.flush = nil
+			if v.sendLive() != nil {
+				return
+			}
 		case <-recheck:
 			recheck = nil
 			if s.lastTurn(r, conv) != v.shown {
@@ -157,9 +189,16 @@ func (s *Server) chatStream(w http.ResponseWriter, r *http.Request) {
 func (v *chatView) apply(ev ChatEvent) (rendered bool, err error) {
 	switch ev.Kind {
 	case web.KindDelta:
-		return false, v.sse.send("delta", ev.Text)
+		if len(v.live.Streamed) < maxMarkdown {
+			v.live.Streamed += ev.Text
+		}
+		if v.flush == nil {
+			v.flush = time.After(liveEvery)
+		}
+		return false, nil
 	case web.KindReset:
-		return false, v.sse.send("reset", "")
+		v.live.Streamed = ""
+		return false, v.sendLive()
 	case web.KindTyping:
 		if ev.Text != web.TypingOff {
 			v.live.Typing = true
@@ -167,7 +206,7 @@ func (v *chatView) apply(ev ChatEvent) (rendered bool, err error) {
 		}
 		// The turn ended: its drafts are finished messages now, and the
 		// turn is (or soon will be) in the store.
-		v.live = chatLive{}
+		v.live, v.flush = chatLive{}, nil
 		if _, err := v.sendHistory(); err != nil {
 			return false, err
 		}
@@ -191,7 +230,7 @@ func (v *chatView) apply(ev ChatEvent) (rendered bool, err error) {
 // sendHistory renders the conversation and sends it as "history".
 func (v *chatView) sendHistory() (chatData, error) {
 	v.shown = v.s.lastTurn(v.r, v.conv)
-	d, err := v.s.chatData(v.r, v.conv)
+	d, err := v.s.chatData(v.r, v.conv, v.csrf)
 	if err != nil {
 		v.s.log.Error("render the chat", "err", err)
 		return d, err
@@ -203,12 +242,20 @@ func (v *chatView) sendHistory() (chatData, error) {
 	return d, v.sse.send("history", html)
 }
 
-// sendLive sends the live area's state as "live".
+// sendLive sends the live area's state as "live", with the approval card
+// of the call waiting now, if any (a request, and a decision, are messages
+// of the chat, so every change of it comes with an event).
 func (v *chatView) sendLive() error {
+	v.s.liveApproval(v.conv, &v.live, v.csrf)
 	live := v.live
 	if live.Drafts == nil {
 		live.Drafts = []liveDraft{}
 	}
+	html, err := v.s.fragment("chat", "live", live)
+	if err != nil {
+		return err
+	}
+	live.HTML = html
 	b, err := json.Marshal(live)
 	if err != nil {
 		return err

@@ -121,7 +121,7 @@ func TestChatStreamShowsATurnAlreadyRunning(t *testing.T) {
 	c := newClient(t, r.base)
 	c.login(cAdminToken)
 	page := c.get("/ui/chat?conv=mid")
-	if !strings.Contains(page.Body, `id="live-answer">half an answer<`) || strings.Contains(page.Body, `class="msg assistant notice"`) {
+	if !strings.Contains(page.Body, `id="live-answer"><div class="md draft"><p>half an answer</p></div>`) || strings.Contains(page.Body, `class="msg assistant notice"`) {
 		t.Errorf("the chat page does not show the draft in the live area only:\n%s", page.Body)
 	}
 	events := c.stream("/ui/chat/stream?conv=mid")

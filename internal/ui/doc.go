@@ -83,6 +83,26 @@
 //     indicator is on) go to a live area as "live" state and never into
 //     the history; the history is re-rendered only for finished messages,
 //     at the turn's end and when its commit shows up in the store.
+//   - Markdown while it streams (issue 34): the live area's content is
+//     rendered on the server by the page's own template and sanitizer
+//     (markdownHTML: goldmark without raw HTML, safeLinks — the only HTML
+//     the console makes from text) and sent in the "live" event; app.js
+//     puts it in place through a <template> element, whose content runs no
+//     script, and never builds HTML from model text. Bounded: drafts past
+//     maxLiveMarkdown show as plain text, deltas render at most every
+//     liveEvery (chatstream.go).
+//   - The approval request in the chat gets Approve / Deny buttons (a card
+//     in the live area, chatlog.go). A click posts /approve or /deny through
+//     the web channel, exactly as the operator typing it in that chat, so
+//     the hub's rules decide (that chat's waiting call, its requester or an
+//     admin, the timeout, the audit); the route refuses a card whose call
+//     is no longer the one waiting (chatapproval.go).
+//   - The chat shows the operator's own messages from channels/web's Posts
+//     until the stored turn holds them (a turn waiting for approval is not
+//     stored yet), and names them "you" everywhere (the sender id stays
+//     "operator", so the user key does not change).
+//   - The overview's "Last turns" are this process's (Stats) and, behind
+//     them, the newest stored turns of before it, read once (recent.go).
 //   - With replicas (storage.backend postgres) the overview has a Cluster
 //     block: replicas alive and the leases each holds (Backend.Cluster);
 //     with bolt it is absent. A database error is logged, not shown.

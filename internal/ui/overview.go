@@ -36,7 +36,8 @@ type overviewData struct {
 	Updated          time.Time
 	Cluster          *clusterView // nil on a single host
 	// Endpoints are the model endpoints (primary, fallbacks) and their
-	// state; Recent the last turns and the models that answered them.
+	// state; Recent the last turns and the models that answered them
+	// (this process's and, after a restart, the store's: recent.go).
 	Endpoints []agent.EndpointStatus
 	Recent    []TurnTrace
 }
@@ -47,7 +48,7 @@ func (s *Server) overviewData(ctx context.Context) overviewData {
 	cfg := b.Config()
 	d := overviewData{Model: cfg.LLM.Model, Endpoint: config.RedactURL(cfg.LLM.BaseURL), KeySet: cfg.LLM.APIKey.IsSet(),
 		QueueDepth: b.QueueDepth(), Updated: s.o.Now(), Cluster: s.clusterData(ctx), Endpoints: b.ModelEndpoints(),
-		Recent: s.o.Stats.RecentTurns(recentTurns)}
+		Recent: s.recentTurnsOf(ctx, recentTurns)}
 	if d.Endpoint == "" {
 		d.Endpoint = "OpenAI"
 	}

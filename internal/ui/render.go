@@ -26,6 +26,7 @@ type pageSet struct {
 
 var funcs = template.FuncMap{
 	"md":       markdownHTML,
+	"livemd":   liveMarkdown, // chatstream.go
 	"time":     fmtTime,
 	"dur":      fmtDur,
 	"clip":     clip,

@@ -84,6 +84,8 @@ type Chat interface {
 	// Typing reports whether a turn of conv is running (its typing
 	// indicator is on).
 	Typing(conv string) bool
+	// Posts is what the operator posted to conv in this process (bounded).
+	Posts(conv string) []web.Event
 }
 
 // ChatEvent is one event of a web conversation.
@@ -147,6 +149,9 @@ type Server struct {
 	done   chan struct{}
 	closer sync.Once
 	days   dayHistory // the overview's tokens-per-day chart (history.go)
+	// earlierTurns are the overview's last turns of before this process
+	// (recent.go).
+	earlierTurns earlierTurns
 }
 
 // New builds the console. It refuses a config that serves it off loopback
@@ -193,6 +198,7 @@ func (s *Server) routes() {
 		"POST /ui/chat/new":             s.chatNew,
 		"POST /ui/chat/send":            s.chatSend,
 		"POST /ui/chat/persona":         s.chatPersona,
+		"POST /ui/chat/approval":        s.chatApproval, // chatapproval.go
 		"GET /ui/chat/stream":           s.chatStream,
 		"GET /ui/sessions":              s.sessionsPage,
 		"GET /ui/sessions/show":         s.sessionShow,

@@ -149,6 +149,10 @@ func (s *Stats) TurnDone(channel string, res agent.Result, err error, d time.Dur
 	}
 }
 
+// Began is when these stats began: turns that ended before are an earlier
+// process's.
+func (s *Stats) Began() time.Time { return s.started }
+
 // RecentTurns returns the last n finished turns of this process, newest
 // first (the overview's "which model answered").
 func (s *Stats) RecentTurns(n int) []TurnTrace {

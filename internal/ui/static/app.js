@@ -57,20 +57,29 @@
 
   function bottom() { window.scrollTo(0, document.body.scrollHeight); }
 
-  // The live area shows the running turn: the drafts the server sends in
-  // "live" events (its whole state each time) and, for DeltaWriter turns,
-  // text streamed in "delta" events. It only ever changes by these events;
-  // the history's re-renders leave it alone, so the answer grows steadily.
-  var typingOn = !live.hidden;
-  var drafts = liveText.textContent;
-  var streamed = "";
-  function paint() {
-    var text = drafts + (drafts && streamed ? "\n\n" : "") + streamed;
-    if (liveText.textContent !== text) { liveText.textContent = text; }
-    typing.hidden = !(typingOn && !text);
-    var hide = !(typingOn || text);
-    if (live.hidden !== hide) { live.hidden = hide; }
-    if (!hide) { bottom(); }
+  // The live area shows the running turn as the server renders it: the
+  // drafts as sanitized Markdown (the page's own sanitizer, chatstream.go)
+  // and the approval card, in each "live" event's html. It goes in through a
+  // <template> element, whose content runs no script; no HTML is ever built
+  // here from model text. The history's re-renders leave the area alone, so
+  // the answer grows steadily.
+  var typingOn = !live.hidden && !typing.hidden;
+  var shownHTML = null;
+  function paint(html) {
+    var changed = false;
+    if (html !== shownHTML) {
+      var tpl = document.createElement("template");
+      tpl.innerHTML = html;
+      liveText.replaceChildren(tpl.content);
+      changed = shownHTML !== null || !live.hidden;
+      shownHTML = html;
+    }
+    var empty = liveText.childNodes.length === 0;
+    typing.hidden = !(typingOn && empty);
+    var hide = !(typingOn || !empty);
+    if (live.hidden !== hide) { live.hidden = hide; changed = true; }
+    // Scroll only when something changed: a card's buttons stay put.
+    if (!hide && changed) { bottom(); }
   }
 
   var es = new EventSource("/ui/chat/stream?conv=" + encodeURIComponent(conv));
@@ -78,12 +87,8 @@
     var st;
     try { st = JSON.parse(e.data); } catch (err) { return; }
     typingOn = !!st.typing;
-    drafts = (st.drafts || []).map(function (d) { return String(d.text); }).join("\n\n");
-    if (!typingOn) { streamed = ""; }
-    paint();
+    paint(String(st.html || ""));
   });
-  es.addEventListener("delta", function (e) { streamed += e.data; paint(); });
-  es.addEventListener("reset", function () { streamed = ""; paint(); });
   es.addEventListener("history", function (e) {
     var pending = document.getElementById("pending");
     history.innerHTML = e.data;
@@ -91,11 +96,40 @@
     if (pending) {
       var sent = pending.querySelector(".text").getAttribute("data-sent");
       var shown = [].some.call(history.querySelectorAll(".msg.user .text"), function (el) { return el.textContent === sent; });
-      if (!shown) { history.appendChild(pending); }
+      if (!shown) { placeholderGone(); history.appendChild(pending); }
     }
     bottom();
   });
   window.addEventListener("pagehide", function () { es.close(); });
+
+  // "No messages yet." goes as soon as there is one.
+  function placeholderGone() {
+    var empty = document.getElementById("chat-empty");
+    if (empty) { empty.remove(); }
+  }
+
+  // The approval card's buttons post like the form would (CSRF header) and
+  // show the outcome as text; the card goes when the chat's answer arrives.
+  chat.addEventListener("submit", function (e) {
+    var f = e.target;
+    if (!f.classList || !f.classList.contains("approval-form")) { return; }
+    e.preventDefault();
+    var card = f.closest(".approval-card");
+    var status = card && card.querySelector(".approval-status");
+    card.querySelectorAll("button").forEach(function (b) { b.disabled = true; });
+    fetch(f.action, { method: "POST", body: new URLSearchParams(new FormData(f)), headers: { "X-CSRF-Token": csrf }, credentials: "same-origin" })
+      .then(function (r) {
+        if (r.ok) { if (status) { status.textContent = "Sent."; } return; }
+        return r.text().then(function (msg) {
+          if (status) { status.textContent = msg.trim(); }
+          card.querySelectorAll("button").forEach(function (b) { b.disabled = false; });
+        });
+      })
+      .catch(function () {
+        if (status) { status.textContent = "Not decided: the daemon did not answer."; }
+        card.querySelectorAll("button").forEach(function (b) { b.disabled = false; });
+      });
+  });
 
   function send() {
     var text = input.value.trim();
@@ -103,6 +137,7 @@
     var body = new URLSearchParams(new FormData(form));
     input.value = "";
     var old = document.getElementById("pending");
+    // (The sender is "you" here as in the history the server renders.)
     if (old) { old.remove(); }
     var mine = document.createElement("div");
     mine.className = "msg user pending";
@@ -116,6 +151,7 @@
     t.setAttribute("data-sent", text);
     mine.appendChild(who);
     mine.appendChild(t);
+    placeholderGone();
     history.appendChild(mine);
     bottom();
     fetch(form.action, { method: "POST", body: body, headers: { "X-CSRF-Token": csrf }, credentials: "same-origin" })
