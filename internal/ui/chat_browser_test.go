@@ -172,6 +172,9 @@ func TestBrowserChatApprovalCard(t *testing.T) {
 			if who := p.Text("#chat-history .msg.user .who"); !strings.HasPrefix(who, "you") {
 				t.Errorf("the operator's message is from %q, want you", who)
 			}
+			if c.decision == "approve" {
+				r.screenshot(p, "approval")
+			}
 
 			// A phone: nothing wider than the screen.
 			phone(t, p)

@@ -25,11 +25,25 @@ func TestBrowserSessionFiles(t *testing.T) {
 		t.Fatalf("sessions = %v, %v", list, err)
 	}
 	key := list[0].Key
+	// The screenshot first, of files an agent would write; the hostile
+	// change below replaces them.
+	clean := []memory.FileWrite{
+		{Path: "notes.md", Content: []byte("# plan\n")},
+		{Path: "report/summary.md", Content: []byte("# Weekly summary\n\nThree issues closed, one opened.\n")},
+		{Path: "report/issues.csv", Content: []byte("id,title,state\n41,Retry delivery,closed\n42,Dark theme,open\n")},
+	}
+	if err := st.ApplyFiles(ctx, key, memory.WorkspaceChange{Writes: clean}, memory.WorkspaceLimits{}); err != nil {
+		t.Fatal(err)
+	}
+	p.Navigate(r.base + "/ui/sessions/show?key=" + key)
+	p.WaitText("#files", "report/issues.csv")
+	r.screenshot(p, "files")
+
 	const hostile = `<img src=x onerror=alert(1)>.html`
 	change := memory.WorkspaceChange{Writes: []memory.FileWrite{
 		{Path: "docs/" + hostile, Content: []byte(`<script>alert(2)</script><img src=y onerror=alert(3)>`)},
 		{Path: "notes.md", Content: []byte("# plan\n")},
-	}}
+	}, Deletes: []string{"report/summary.md", "report/issues.csv"}}
 	if err := st.ApplyFiles(ctx, key, change, memory.WorkspaceLimits{}); err != nil {
 		t.Fatal(err)
 	}

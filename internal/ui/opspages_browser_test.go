@@ -1,11 +1,13 @@
 package ui_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/switchboard-bot/switchboard/channels"
@@ -116,4 +118,84 @@ func TestBrowserOpsPages(t *testing.T) {
 		}
 		check("the Channels page")
 	})
+}
+
+// The look of the Logs, Skills, MCP servers and Channels pages with plain
+// content (TestBrowserOpsPages fills them with hostile text): each shows
+// what it is for, no secret, no script run; with SWITCHBOARD_SCREENSHOTS=1
+// the pictures for the README are taken here.
+func TestBrowserOpsPagesLook(t *testing.T) {
+	matrix := &recoveringChannel{failingChannel: failingChannel{name: "matrix",
+		err: errors.New("sync https://bot:" + opsPGPass + "@matrix.example/_matrix/client/v3/sync: 502 Bad Gateway")}, fails: 3}
+	r := startConsole(t, cOptions{Extra: opsExtra + mcpExtra(startMCPServer(t, "Look up an entity and its relations in the knowledge graph.")),
+		Channels: []channels.Channel{matrix}})
+	r.secrets = slices.DeleteFunc(r.secrets, func(s string) bool { return s == cLLMKey }) // logged on purpose below
+	for name, text := range map[string]string{
+		"triage":        "---\nname: triage\ndescription: Sort new issues by area and urgency.\n---\n## Steps\n\n- read **all** of it\n",
+		"release-notes": "---\nname: release-notes\ndescription: Draft release notes from the merged pull requests.\n---\nGroup by feature, fix and chore.\n",
+		"standup":       "---\nname: standup\n---\nSummarize yesterday.\n",
+	} {
+		file := filepath.Join(r.dir, "skills", name, "SKILL.md")
+		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cEventually(t, "kg ready", func() bool { _, st := mcpRestarts(r, "kg"); return st == "ready" })
+	cEventually(t, "the channel back after its failures", func() bool { return r.d.ChannelStates()["matrix"].Restarts >= matrix.fails })
+	log := r.d.Logger()
+	log.Info("message received", "chat", "telegram:42", "chars", 58)
+	log.Warn("model call failed, retrying", "attempt", 1, "key", cLLMKey, "err", "429 Too Many Requests")
+	log.Info("tool call", "chat", "telegram:42", "tool", "kg__lookup", "duration", "38ms")
+	log.Info("turn finished", "chat", "telegram:42", "tokens", 1834, "duration", "2.4s")
+	log.Info("delivered", "chat", "telegram:42", "parts", 1)
+	log.Info("job ran", "job", "morning-digest", "duration", "3.1s")
+
+	p := browser.Start(t, browser.Options{Timeout: cWait})
+	p.Login(r.base, cAdminToken)
+	secrets := opsSecrets(r)
+	for _, c := range []struct{ name, path, sel, text string }{
+		{"logs", "/ui/logs", "#log-lines .log-text", "model call failed, retrying"},
+		{"skills", "/ui/skills", "#skills", "Draft release notes from the merged pull requests."},
+		{"mcp", "/ui/mcp", `[data-server="kg"] .tool-desc`, "Look up an entity"},
+		{"channels", "/ui/channels", `[data-channel="matrix"] .channel-error`, "502 Bad Gateway"},
+	} {
+		p.Navigate(r.base + c.path)
+		p.WaitText(c.sel, c.text)
+		p.NoScriptRan()
+		html := p.Eval(`document.documentElement.outerHTML`)
+		for _, s := range secrets {
+			if strings.Contains(html, s) {
+				t.Fatalf("%s shows a secret (%d chars, starts %q)", c.path, len(s), s[:4])
+			}
+		}
+		r.screenshot(p, c.name)
+	}
+}
+
+// recoveringChannel fails its first fails runs, then runs until stopped.
+type recoveringChannel struct {
+	failingChannel
+	fails int
+	runs  atomic.Int32
+}
+
+func (c *recoveringChannel) Run(ctx context.Context, _ channels.Sink) error {
+	if int(c.runs.Add(1)) <= c.fails {
+		return c.err
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// screenshot writes docs/screenshots/name.png when SWITCHBOARD_SCREENSHOTS=1
+// (as rig.screenshot, for the console rig's browser tests).
+func (r *cRig) screenshot(p *browser.Page, name string) {
+	r.t.Helper()
+	if os.Getenv(envScreenshots) != "1" {
+		return
+	}
+	p.Screenshot(filepath.Join("..", "..", "docs", "screenshots", name+".png"))
 }

@@ -19,6 +19,9 @@ func TestBrowserTasksPage(t *testing.T) {
 		if req.LastUserText() == "TASK: summarize" {
 			return fakellm.Response{Content: "Summary " + hostile + " done."}
 		}
+		if req.LastUserText() == "TASK: digest the week" {
+			return fakellm.Response{Content: "3 issues closed, 1 opened; the release is on track."}
+		}
 		return fakellm.Response{Content: "echo: " + req.LastUserText()}
 	}})
 	p := r.browse()
@@ -31,6 +34,18 @@ func TestBrowserTasksPage(t *testing.T) {
 		t.Fatal("the daemon has no task runner")
 	}
 	chat := "web:" + conv
+	// The screenshot first, of a task with plain text; the hostile one
+	// comes after.
+	week, err := runner.Spawn(context.Background(), memory.TaskRecord{Chat: chat, Title: "weekly digest", Prompt: "TASK: digest the week"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.WaitText("#chat-history", "Task "+week.ID+" (weekly digest) finished:")
+	p.Navigate(r.base + "/ui/tasks")
+	p.WaitText("#tasks", "the release is on track")
+	r.screenshot(p, "tasks")
+	openConv(p, r.base, conv)
+
 	rec, err := runner.Spawn(context.Background(), memory.TaskRecord{Chat: chat, Title: "digest " + hostile, Prompt: "TASK: summarize"})
 	if err != nil {
 		t.Fatal(err)

@@ -42,19 +42,19 @@ func TestBrowserUsagePage(t *testing.T) {
 	today := memory.DayOf(time.Now(), loc)
 	yesterday := memory.DayOf(time.Now().Add(-24*time.Hour), loc)
 	const hostile = `<img src=x onerror=alert(1)>`
-	for _, c := range []struct {
-		key  string
-		turn memory.Turn
-	}{
-		{"telegram:" + hostile, browserUsageTurn(today, hostile, "", "gpt-4o-mini", 40000, 2000)},
-		{"job:report", browserUsageTurn(yesterday, "reporter", "report", "llama3", 9000, 1000)},
-	} {
-		if err := st.AppendTurn(ctx, c.key, c.turn); err != nil {
-			t.Fatal(err)
-		}
+	// The screenshot first, before the chat whose name is markup is there.
+	if err := st.AppendTurn(ctx, "job:report", browserUsageTurn(yesterday, "reporter", "report", "llama3", 9000, 1000)); err != nil {
+		t.Fatal(err)
 	}
 	p.Navigate(r.base + "/ui/usage")
-	p.WaitVisible("#usage-chart")
+	p.WaitText("#usage-jobs", "report")
+	r.screenshot(p, "usage")
+
+	if err := st.AppendTurn(ctx, "telegram:"+hostile, browserUsageTurn(today, hostile, "", "gpt-4o-mini", 40000, 2000)); err != nil {
+		t.Fatal(err)
+	}
+	p.Navigate(r.base + "/ui/usage")
+	p.WaitText("#usage-chats", "telegram:"+hostile)
 	chats := tableRows(p, "#usage-chats")
 	if !strings.Contains(chats, "telegram:"+hostile+"|42,000") || !strings.Contains(chats, "job:report|10,000") ||
 		!strings.Contains(chats, "web:") {
