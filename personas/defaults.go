@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 //go:embed *.md
@@ -58,19 +59,36 @@ func WriteDefaults(dir string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("personas: embedded defaults: %w", err)
 	}
+	// The files are written side by side: each waits for its fsync, and on
+	// a busy disk three fsyncs in a row held up the first start by up to a
+	// few hundred milliseconds (BENCHMARKS.md, "Issue 35").
+	type result struct {
+		path string
+		ok   bool
+		err  error
+	}
+	results := make([]result, len(defs))
+	var wg sync.WaitGroup
+	for i, d := range defs {
+		wg.Go(func() {
+			data, err := fs.ReadFile(defaultFiles, d.Name())
+			if err != nil {
+				results[i].err = fmt.Errorf("personas: embedded default %s: %w", d.Name(), err)
+				return
+			}
+			path := filepath.Join(dir, d.Name())
+			ok, err := writeNew(path, data)
+			results[i] = result{path: path, ok: ok, err: err}
+		})
+	}
+	wg.Wait()
 	var written []string
-	for _, d := range defs {
-		data, err := fs.ReadFile(defaultFiles, d.Name())
-		if err != nil {
-			return written, fmt.Errorf("personas: embedded default %s: %w", d.Name(), err)
+	for _, r := range results {
+		if r.err != nil {
+			return written, r.err
 		}
-		path := filepath.Join(dir, d.Name())
-		ok, err := writeNew(path, data)
-		if err != nil {
-			return written, err
-		}
-		if ok {
-			written = append(written, path)
+		if r.ok {
+			written = append(written, r.path)
 		}
 	}
 	return written, nil

@@ -136,7 +136,8 @@ type HandlerOptions struct {
 	Store  Store
 	Agent  Agent
 	Access channels.AccessPolicy
-	// MaxConcurrentTurns caps agent turns running at once (default 16).
+	// MaxConcurrentTurns caps agent turns running at once (default 128, as
+	// agent.max_concurrent_turns).
 	MaxConcurrentTurns int
 	// MaxQueue caps messages waiting per session (default 1000).
 	MaxQueue int
@@ -254,7 +255,7 @@ func NewHandler(o HandlerOptions) *Handler {
 		o.Now = time.Now
 	}
 	if o.MaxConcurrentTurns <= 0 {
-		o.MaxConcurrentTurns = 16
+		o.MaxConcurrentTurns = 128
 	}
 	if o.MaxQueue <= 0 {
 		o.MaxQueue = 1000

@@ -46,6 +46,11 @@ func (c *chunker) run(md string) []channels.Chunk {
 	// that few pieces need a second split, which would double their count.
 	budget := c.limit
 	text, plain := c.conv(md)
+	if c.fits(text) && c.measure(plain) <= c.limit && strings.TrimSpace(plain) != "" {
+		// One chunk holds it all (most answers): splitting would cut
+		// nowhere and convert the same text again, at ~5× the allocations.
+		return []channels.Chunk{{Text: text, Plain: plain}}
+	}
 	if size, n := max(c.measure(text), c.measure(plain)), runeCount(md); size > n && n > 0 {
 		budget = max(1, int(int64(c.limit)*int64(n)*97/(int64(size)*100)))
 	}

@@ -9,7 +9,8 @@
 // Files: adapter.go (Adapter, Options and their defaults and validation, New,
 // Run), inbound.go (update → channels.Message, media download), send.go
 // (Format, Send, Edit, typing, pacing, error classification), poll.go
-// (getUpdates long polling), webhook.go (webhook mode).
+// (getUpdates long polling), webhook.go (webhook mode), jsoncall.go (the calls
+// every answer makes, posted as JSON).
 //
 // Design decisions:
 //
@@ -19,12 +20,18 @@
 //     getUpdates call carries lastUpdateID+1), so an update whose handling
 //     failed would be confirmed anyway, and the library exports no raw method
 //     call. This package therefore drives getUpdates itself (same endpoint,
-//     same envelope) and uses the library for every other method. Updates of
-//     a batch are handed to the sink one by one, in order; the offset moves
-//     past an update only after sink.Handle returned nil. When Handle fails,
-//     the rest of the batch is dropped, and after a short backoff getUpdates
-//     is called again with the same offset, so Telegram delivers the failed
-//     update again. The offset is not persisted: Telegram keeps unconfirmed
+//     same envelope); the calls every answer makes (sendMessage,
+//     sendMessageDraft, sendChatAction, editMessageText) are posted as JSON
+//     by jsoncall.go, with the library's error values, because the library's
+//     multipart encoding cost more CPU than the rest of the Telegram path;
+//     the library serves every other method. The offset
+//     moves past an update only after sink.Handle returned nil for it. When Handle fails,
+//     the offset stays at it, and after a short backoff getUpdates is called
+//     again with that offset, so Telegram delivers the failed update (and
+//     what followed it) again. Different chats' updates of a batch go to the
+//     sink concurrently (Options.IntakeWorkers), so their inbox writes share
+//     a commit; one chat's stay in order, and a chat stops at its first
+//     refused update. The offset is not persisted: Telegram keeps unconfirmed
 //     updates for 24 h and the handler's persisted dedup drops repeats.
 //   - Webhook mode uses this package's own http.Handler instead of the
 //     library's WebhookHandler, which answers 200 even for a wrong secret and
@@ -98,6 +105,10 @@ import (
 // Name is the channel's address prefix.
 const Name = "telegram"
 
+// IdleConns is how many idle connections to the Bot API the default client
+// keeps for reuse (Go's default is 2).
+const IdleConns = 64
+
 // Mode values for Options.Mode.
 const (
 	ModePolling = "polling"
@@ -139,6 +150,9 @@ type Options struct {
 	RetryMin       time.Duration // first backoff after a failed poll or Handle; default 500ms
 	RetryMax       time.Duration // longest backoff; default 30s
 	TypingInterval time.Duration // sendChatAction refresh; default 4s (Telegram shows it 5s)
+	// IntakeWorkers bounds how many chats of one getUpdates batch are handed
+	// to the sink at once (one chat's updates always go in order); default 16.
+	IntakeWorkers int
 
 	// Send pacing. Zero takes the default; rate.Inf disables a limiter.
 	PerChatRate  rate.Limit // default 1 message/s per chat
@@ -148,7 +162,9 @@ type Options struct {
 
 	Commands []Command // nil → DefaultCommands(); empty non-nil → none registered
 
-	HTTPClient *http.Client // default: a client without overall timeout (calls use contexts)
+	// HTTPClient defaults to a client without overall timeout (calls use
+	// contexts) that keeps IdleConns idle connections to the Bot API.
+	HTTPClient *http.Client
 	Logger     *slog.Logger // nil → discard
 	Now        func() time.Time
 }
@@ -312,6 +328,9 @@ func (o Options) withDefaults() Options {
 	def(&o.RetryMax, 30*time.Second)
 	o.RetryMax = max(o.RetryMax, o.RetryMin)
 	def(&o.TypingInterval, 4*time.Second)
+	if o.IntakeWorkers <= 0 {
+		o.IntakeWorkers = 16
+	}
 	if o.MaxMediaBytes == 0 {
 		o.MaxMediaBytes = 10 << 20
 	}
@@ -331,7 +350,12 @@ func (o Options) withDefaults() Options {
 		o.Commands = DefaultCommands()
 	}
 	if o.HTTPClient == nil {
-		o.HTTPClient = &http.Client{}
+		// Go's default keeps two idle connections a host: with more chats
+		// answered at once, the rest were closed after each call and dialed
+		// again. Every call goes to the one Bot API host.
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = IdleConns
+		o.HTTPClient = &http.Client{Transport: tr}
 	}
 	if o.Now == nil {
 		o.Now = time.Now

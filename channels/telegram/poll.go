@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/go-telegram/bot"
@@ -103,32 +104,107 @@ func (c *Adapter) pollFailed(err error) error {
 	return err
 }
 
-// handleBatch hands a batch's updates to the sink in order, moving *offset
-// past each accepted (or undecodable) one. It stops at the first update the
-// sink refuses and returns its id and the error, so it is fetched again.
+// handleBatch hands a batch's updates to the sink and moves *offset past
+// every update accepted (or undecodable). Different chats' updates are
+// handed over concurrently (at most Options.IntakeWorkers chats at once), so
+// their inbox writes share a commit; one chat's updates go one at a time, in
+// order, and a chat stops at its first refused update. When the sink refused
+// one, *offset stops at the lowest refused update id, which handleBatch
+// returns with its error: it and everything after it are fetched again (the
+// handler's persisted dedup drops the ones it already accepted).
 func (c *Adapter) handleBatch(ctx context.Context, sink channels.Sink, batch []json.RawMessage, offset *int64) (int64, error) {
+	var (
+		next  = *offset
+		chats []*chatUpdates
+		byID  map[int64]*chatUpdates
+	)
 	for _, raw := range batch {
-		var head struct {
-			UpdateID int64 `json:"update_id"`
-		}
-		if err := json.Unmarshal(raw, &head); err != nil || head.UpdateID == 0 {
-			c.log.Error("getUpdates returned an update without update_id; skipped", "err", err)
-			continue
-		}
 		var upd models.Update
-		if err := json.Unmarshal(raw, &upd); err != nil {
+		if err := json.Unmarshal(raw, &upd); err != nil || upd.ID == 0 {
+			var head struct {
+				UpdateID int64 `json:"update_id"`
+			}
+			if json.Unmarshal(raw, &head) != nil || head.UpdateID == 0 {
+				c.log.Error("getUpdates returned an update without update_id; skipped", "err", err)
+				continue
+			}
 			// A payload the library's models cannot represent would
 			// fail forever: confirm it and move on.
 			c.log.Error("undecodable update skipped", "update_id", head.UpdateID, "err", err)
-			*offset = head.UpdateID + 1
+			next = max(next, head.UpdateID+1)
 			continue
 		}
-		if err := c.dispatch(ctx, sink, &upd); err != nil {
-			return head.UpdateID, err
+		next = max(next, upd.ID+1)
+		chat := updateChat(&upd)
+		cu := byID[chat]
+		if cu == nil {
+			if byID == nil {
+				byID = make(map[int64]*chatUpdates, len(batch))
+			}
+			cu = &chatUpdates{}
+			byID[chat] = cu
+			chats = append(chats, cu)
 		}
-		*offset = head.UpdateID + 1
+		cu.updates = append(cu.updates, &upd)
 	}
+	if len(chats) == 1 {
+		chats[0].run(ctx, c, sink)
+	} else if len(chats) > 1 {
+		sem := make(chan struct{}, c.opts.IntakeWorkers)
+		var wg sync.WaitGroup
+		for _, cu := range chats {
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				cu.run(ctx, c, sink)
+			}()
+		}
+		wg.Wait()
+	}
+	var failedID int64
+	var failedErr error
+	for _, cu := range chats {
+		if cu.err != nil && (failedErr == nil || cu.failedID < failedID) {
+			failedID, failedErr = cu.failedID, cu.err
+		}
+	}
+	if failedErr != nil {
+		*offset = failedID
+		return failedID, failedErr
+	}
+	*offset = next
 	return 0, nil
+}
+
+// chatUpdates are one chat's updates of a batch, in order, and the first
+// one the sink refused.
+type chatUpdates struct {
+	updates  []*models.Update
+	failedID int64
+	err      error
+}
+
+// run hands the updates to the sink in order until one is refused.
+func (cu *chatUpdates) run(ctx context.Context, c *Adapter, sink channels.Sink) {
+	for _, upd := range cu.updates {
+		if err := c.dispatch(ctx, sink, upd); err != nil {
+			cu.failedID, cu.err = upd.ID, err
+			return
+		}
+	}
+}
+
+// updateChat is the chat an update belongs to (0 for kinds without one,
+// which then share an order).
+func updateChat(u *models.Update) int64 {
+	switch {
+	case u.Message != nil:
+		return u.Message.Chat.ID
+	case u.EditedMessage != nil:
+		return u.EditedMessage.Chat.ID
+	}
+	return 0
 }
 
 // dispatch normalizes one update and hands it to the sink; ignored updates

@@ -100,10 +100,12 @@ func (c *Adapter) Send(ctx context.Context, out channels.Outgoing) (string, erro
 	return strconv.FormatInt(msg.Chat.ID, 10) + ":" + strconv.Itoa(msg.ID), nil
 }
 
-func (c *Adapter) sendMessage(ctx context.Context, p *bot.SendMessageParams) (*models.Message, error) {
-	ctx, cancel := c.callCtx(ctx)
-	defer cancel()
-	return c.bot.SendMessage(ctx, p)
+func (c *Adapter) sendMessage(ctx context.Context, p *bot.SendMessageParams) (*sentMessage, error) {
+	var m sentMessage
+	if err := c.call(ctx, "sendMessage", p, &m); err != nil {
+		return nil, err
+	}
+	return &m, nil
 }
 
 // Edit replaces the text of a message the bot sent (HTML). "message is not
@@ -138,10 +140,7 @@ func (c *Adapter) Edit(ctx context.Context, target channels.Target, messageID st
 }
 
 func (c *Adapter) editMessage(ctx context.Context, p *bot.EditMessageTextParams) error {
-	ctx, cancel := c.callCtx(ctx)
-	defer cancel()
-	_, err := c.bot.EditMessageText(ctx, p)
-	return err
+	return c.call(ctx, "editMessageText", p, nil)
 }
 
 // WaitSendSlot implements channels.Pacer: the shared outbound path waits
@@ -335,9 +334,7 @@ func (c *Adapter) sendTyping(ctx context.Context, p *bot.SendChatActionParams, t
 	if ctx.Err() != nil {
 		return
 	}
-	cctx, cancel := c.callCtx(ctx)
-	defer cancel()
-	if _, err := c.bot.SendChatAction(cctx, p); err != nil && ctx.Err() == nil {
+	if err := c.call(ctx, "sendChatAction", p, nil); err != nil && ctx.Err() == nil {
 		c.log.Warn("typing indicator failed", "target", target.String(), "err", c.classify(err, target))
 	}
 }
@@ -414,8 +411,5 @@ func (c *Adapter) Preview(ctx context.Context, target channels.Target, draftID i
 }
 
 func (c *Adapter) sendDraft(ctx context.Context, p *bot.SendMessageDraftParams) error {
-	ctx, cancel := c.callCtx(ctx)
-	defer cancel()
-	_, err := c.bot.SendMessageDraft(ctx, p)
-	return err
+	return c.call(ctx, "sendMessageDraft", p, nil)
 }

@@ -181,7 +181,11 @@ func TestSendErrorClassification(t *testing.T) {
 	}
 
 	// Transport: nothing listening → temporary (never sent), token hidden.
+	// The adapter's client keeps its connections (httptest's Close only
+	// drops those of http.DefaultTransport): drop them as a restarted
+	// server's would be gone.
 	r.fake.Close()
+	r.ch.client.CloseIdleConnections()
 	err = send(42)
 	if kind, _ := channels.ClassifyError(err); kind != channels.KindTemporary {
 		t.Errorf("connection refused classified %v: %v", kind, err)

@@ -130,7 +130,7 @@ func TestDefaultEveryKey(t *testing.T) {
 		"agent.observation_max_len":         "4000",
 		"agent.max_history":                 "40",
 		"agent.token_budget":                "0",
-		"agent.max_concurrent_turns":        "16",
+		"agent.max_concurrent_turns":        "128",
 		"agent.turn_timeout":                "5m",
 		"agent.max_message_chars":           "16000",
 		"agent.max_turn_chars":              "48000",

@@ -97,7 +97,7 @@ func defaultAgent() Agent {
 		ObservationMaxLen:  defaults.ObservationMaxLen,
 		MaxHistory:         defaults.MaxHistory,
 		TokenBudget:        0,
-		MaxConcurrentTurns: 16,
+		MaxConcurrentTurns: 128, // ~150 KiB a turn waiting on the network (BENCHMARKS.md, "Issue 35")
 		TurnTimeout:        5 * time.Minute,
 		MaxMessageChars:    16000,
 		MaxTurnChars:       48000,

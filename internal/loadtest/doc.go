@@ -9,8 +9,11 @@
 // mapping from /proc/<pid>/smaps — and under load), boot-to-ready time,
 // BoltDB bytes per 1,000 turns. Options.Platforms runs the chats on a subset
 // of the platforms (Discord + Slack leaves Telegram's deliberate send pacing
-// out, so the daemon's own rate shows); Options.IdleOnly measures the idle
-// daemon alone. It also holds the in-process rig of the handler benchmarks
+// out, so the daemon's own rate shows; Telegram alone, with AnswerChars,
+// TelegramUnpaced and PerfProfile, is the Telegram-only closed loop of issue
+// 35, and the report counts its Bot API calls per answer); Options.IdleOnly
+// measures the idle daemon alone, and Startup (startup.go) times process
+// start → first getUpdates over many starts, with DiskPressure beside it. It also holds the in-process rig of the handler benchmarks
 // (inproc.go) and EchoModel, a lean instant model for load runs.
 //
 // Design decisions:

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -33,6 +33,17 @@ type Options struct {
 
 	ModelDelay      time.Duration // model latency before the first byte
 	TokensPerSecond float64       // model streaming speed; 0 = instant
+
+	// AnswerChars pads every user message so the echoed answer is about
+	// this long (the token stays first); 0 = the bare token.
+	AnswerChars int
+	// TelegramUnpaced turns Telegram's send pacing off in the daemon
+	// (channels.telegram.rate per_chat and global 0).
+	TelegramUnpaced bool
+	// PerfProfile, when set, records the daemon's CPU profile during the
+	// load with `perf record -g` into this file (read it with perf report;
+	// a binary built by BuildBinary keeps its symbols).
+	PerfProfile string
 
 	MaxConcurrentTurns int           // agent.max_concurrent_turns (default 64)
 	ReplyTimeout       time.Duration // per message (default 30s)
@@ -66,8 +77,15 @@ type Report struct {
 	IdleAnonKiB int64 // of which anonymous memory (heap, stacks, runtime)
 	IdleFileKiB int64 // of which file-backed (the binary's text and data)
 	// IdleMappings is the idle RSS by mapping (/proc/<pid>/smaps), largest first.
-	IdleMappings  []Mapping
-	LoadRSSKiB    int64 // peak during the load
+	IdleMappings []Mapping
+	LoadRSSKiB   int64 // peak during the load
+	// LoadAnonKiB and LoadFileKiB split the peak sample: anonymous memory
+	// (heap, stacks, runtime) and file-backed pages (the binary, the
+	// database's mapping).
+	LoadAnonKiB, LoadFileKiB int64
+	// TelegramCalls counts the Bot API requests of the whole run by method
+	// (getUpdates, sendMessage, sendMessageDraft, sendChatAction, …).
+	TelegramCalls map[string]int
 	DBBytes       int64 // switchboard.db after the run
 	DBBytesPer1k  float64
 	ModelRequests int
@@ -101,7 +119,8 @@ func Run(ctx context.Context, o Options) (Report, error) {
 
 	dataDir := filepath.Join(o.Dir, "data")
 	cfg, err := p.WriteConfig(o.Dir, ConfigOptions{DataDir: dataDir, MaxConcurrentTurns: o.MaxConcurrentTurns, LogLevel: o.LogLevel,
-		NoTelegram: !slices.Contains(o.Platforms, Telegram)})
+		NoTelegram: !slices.Contains(o.Platforms, Telegram), NoDiscord: !slices.Contains(o.Platforms, Discord),
+		NoSlack: !slices.Contains(o.Platforms, Slack), TelegramUnpaced: o.TelegramUnpaced})
 	if err != nil {
 		return Report{}, err
 	}
@@ -125,6 +144,12 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		return rep, nil
 	}
 
+	stopPerf := func() error { return nil }
+	if o.PerfProfile != "" {
+		if stopPerf, err = startPerf(proc.Pid(), o.PerfProfile); err != nil {
+			return rep, err
+		}
+	}
 	stopSampler := sampleRSS(proc.Pid(), rep.IdleRSSKiB) // peak RSS while the load runs
 	cpu0, _ := CPUTime(proc.Pid())
 	self0, _ := CPUTime(os.Getpid())
@@ -137,14 +162,16 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	if self1, err := CPUTime(os.Getpid()); err == nil {
 		rep.HarnessCPU = self1 - self0
 	}
-	rep.LoadRSSKiB = stopSampler()
-	var runErr error
+	pk := stopSampler()
+	rep.LoadRSSKiB, rep.LoadAnonKiB, rep.LoadFileKiB = pk.total, pk.anon, pk.file
+	runErr := stopPerf()
 	for e := range errs {
 		runErr = errors.Join(runErr, e)
 	}
 
 	rep.addLatencies(lats, o.platformOf)
 	rep.ModelRequests = p.ModelRequests()
+	rep.TelegramCalls = p.TelegramTap.Calls()
 	rep.finish(ctx, o, p, proc, dataDir)
 	return rep, runErr
 }
@@ -212,11 +239,15 @@ func (rep *Report) measureIdle(ctx context.Context, proc *Proc, settle time.Dura
 	return err
 }
 
+// rssPeak is the peak RSS during the load, and the anonymous and
+// file-backed parts of that peak sample.
+type rssPeak struct{ total, anon, file int64 }
+
 // sampleRSS samples pid's RSS every 20ms until the returned stop is called;
 // stop returns the peak, at least initial.
-func sampleRSS(pid int, initial int64) (stop func() int64) {
-	var peak atomic.Int64
-	peak.Store(initial)
+func sampleRSS(pid int, initial int64) (stop func() rssPeak) {
+	var mu sync.Mutex
+	peak := rssPeak{total: initial}
 	stopSampler := make(chan struct{})
 	samplerDone := make(chan struct{})
 	go func() {
@@ -228,16 +259,21 @@ func sampleRSS(pid int, initial int64) (stop func() int64) {
 			case <-stopSampler:
 				return
 			case <-t.C:
-				if v, err := RSSKiB(pid); err == nil && v > peak.Load() {
-					peak.Store(v)
+				anon, file, err := RSSBreakdown(pid)
+				mu.Lock()
+				if err == nil && anon+file > peak.total {
+					peak = rssPeak{total: anon + file, anon: anon, file: file}
 				}
+				mu.Unlock()
 			}
 		}
 	}()
-	return func() int64 {
+	return func() rssPeak {
 		close(stopSampler)
 		<-samplerDone
-		return peak.Load()
+		mu.Lock()
+		defer mu.Unlock()
+		return peak
 	}
 }
 
@@ -256,7 +292,7 @@ func driveChats(ctx context.Context, o Options, p *Platforms, proc *Proc, modelT
 				tok := Token(c, seq)
 				ch := p.Expect(tok)
 				sent := time.Now()
-				p.SayOn(o.platformOf(c), c, tok)
+				p.SayOn(o.platformOf(c), c, padded(tok, o.AnswerChars))
 				select {
 				case at := <-ch:
 					d := at.Sub(sent)
@@ -280,6 +316,23 @@ func driveChats(ctx context.Context, o Options, p *Platforms, proc *Proc, modelT
 	wg.Wait()
 	close(errs)
 	return lats, errs
+}
+
+// padded is tok followed by filler words up to about n characters, so the
+// echo model's answer ("echo: " and the user text) is about n long.
+func padded(tok string, n int) string {
+	const filler = " lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor"
+	n -= len("echo: ")
+	if len(tok) >= n {
+		return tok
+	}
+	var b strings.Builder
+	b.Grow(n)
+	b.WriteString(tok)
+	for b.Len() < n {
+		b.WriteString(filler[:min(len(filler), n-b.Len())])
+	}
+	return b.String()
 }
 
 // addLatencies fills in the answer count, throughput and the latency
@@ -357,9 +410,17 @@ func (r Report) Markdown(w io.Writer) {
 	fmt.Fprintf(&b, "| boot to ready | %v |\n", r.BootToReady.Round(100*time.Microsecond))
 	fmt.Fprintf(&b, "| idle RSS (%d channels connected) | %.1f MiB (anonymous %.1f MiB, file-backed %.1f MiB) |\n",
 		r.Channels, float64(r.IdleRSSKiB)/1024, float64(r.IdleAnonKiB)/1024, float64(r.IdleFileKiB)/1024)
-	fmt.Fprintf(&b, "| peak RSS under load | %.1f MiB |\n", float64(r.LoadRSSKiB)/1024)
+	fmt.Fprintf(&b, "| peak RSS under load | %.1f MiB (anonymous %.1f MiB, file-backed %.1f MiB) |\n",
+		float64(r.LoadRSSKiB)/1024, float64(r.LoadAnonKiB)/1024, float64(r.LoadFileKiB)/1024)
 	fmt.Fprintf(&b, "| BoltDB file | %.1f MiB; %.0f KiB per 1,000 turns |\n", float64(r.DBBytes)/(1<<20), r.DBBytesPer1k/1024)
 	fmt.Fprintf(&b, "| model requests | %d |\n", r.ModelRequests)
+	if len(r.TelegramCalls) > 0 && r.Answered > 0 {
+		var calls []string
+		for _, m := range slices.Sorted(maps.Keys(r.TelegramCalls)) {
+			calls = append(calls, fmt.Sprintf("%s %.2f", m, float64(r.TelegramCalls[m])/float64(r.Answered)))
+		}
+		fmt.Fprintf(&b, "| Telegram calls per answer | %s |\n", strings.Join(calls, ", "))
+	}
 	fmt.Fprintf(&b, "| CPU during the load | daemon %v, harness+fakes %v (of %v wall) |\n",
 		r.DaemonCPU, r.HarnessCPU, r.Elapsed.Round(time.Millisecond))
 	fmt.Fprintf(&b, "| daemon CPU per message | %.2f ms |\n", float64(r.DaemonCPUPerMessage)/float64(time.Millisecond))

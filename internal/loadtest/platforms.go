@@ -282,8 +282,12 @@ type ConfigOptions struct {
 	Extra              string // appended YAML (top-level keys not written above)
 	MaxAnswerChunks    int    // agent.max_answer_chunks; 0 = the daemon's default
 	// NoTelegram leaves the Telegram channel disabled (the Discord + Slack
-	// mode, free of Telegram's deliberate send pacing).
-	NoTelegram bool
+	// mode, free of Telegram's deliberate send pacing); NoDiscord and NoSlack
+	// leave theirs disabled (the Telegram-only mode).
+	NoTelegram, NoDiscord, NoSlack bool
+	// TelegramUnpaced sets channels.telegram.rate.per_chat and .global to 0
+	// (no send pacing), as for a test server or a paid-broadcast bot.
+	TelegramUnpaced bool
 }
 
 // TelegramWebhookSecret is the webhook secret handed to the daemon.
@@ -321,9 +325,13 @@ func (p *Platforms) WriteConfig(dir string, o ConfigOptions) (string, error) {
 	if o.TelegramWebhookURL != "" {
 		tgMode = "webhook"
 	}
+	tgRate := ""
+	if o.TelegramUnpaced {
+		tgRate = "\n    rate: { per_chat: 0, global: 0 }"
+	}
 	cfg := fmt.Sprintf(configTemplate, o.DataDir, yamlList(o.Admins), p.modelURL(), o.MaxConcurrentTurns, yamlList(o.Tools), answerChunks, o.AccessMode, yamlList(o.AllowFrom),
-		!o.NoTelegram, p.TelegramTap.URL(), tgMode, o.TelegramWebhookURL, p.DiscordTap.URL(), p.Discord.GatewayURL(),
-		slackMode, p.SlackTap.URL()+"/api/", o.Listen, o.LogLevel, o.Extra)
+		!o.NoTelegram, p.TelegramTap.URL(), tgMode, o.TelegramWebhookURL, tgRate, !o.NoDiscord, p.DiscordTap.URL(), p.Discord.GatewayURL(),
+		!o.NoSlack, slackMode, p.SlackTap.URL()+"/api/", o.Listen, o.LogLevel, o.Extra)
 	path := filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		return "", fmt.Errorf("write config: %w", err)
@@ -392,14 +400,14 @@ channels:
     api_url: %q
     mode: %s
     webhook_url: %q
-    webhook_secret: ${TELEGRAM_WEBHOOK_SECRET}
+    webhook_secret: ${TELEGRAM_WEBHOOK_SECRET}%s
   discord:
-    enabled: true
+    enabled: %t
     token: ${DISCORD_BOT_TOKEN}
     api_url: %q
     gateway_url: %q
   slack:
-    enabled: true
+    enabled: %t
     bot_token: ${SLACK_BOT_TOKEN}
     app_token: ${SLACK_APP_TOKEN}
     signing_secret: ${SLACK_SIGNING_SECRET}

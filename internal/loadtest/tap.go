@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
 	"regexp"
 	"slices"
@@ -71,6 +72,8 @@ type Tap struct {
 	seen  map[string]*Sighting
 	dups  []string                                  // see Repeats
 	polls map[*http.Request]context.CancelCauseFunc // in-flight long polls (DropLongPolls)
+	calls map[string]int                            // requests by method (the path's last element)
+	poll  chan time.Time                            // armed by NextPoll
 }
 
 // newTap returns a tap for a fake whose handler is wrapped with Wrap.
@@ -78,7 +81,8 @@ type Tap struct {
 // create = it makes a new message (rather than editing one); idOf reads the
 // message id from the answer to a create.
 func newTap(isSend func(*http.Request) (create, ok bool), idOf func([]byte) string) *Tap {
-	return &Tap{isSend: isSend, idOf: idOf, seen: map[string]*Sighting{}, polls: map[*http.Request]context.CancelCauseFunc{}}
+	return &Tap{isSend: isSend, idOf: idOf, seen: map[string]*Sighting{}, polls: map[*http.Request]context.CancelCauseFunc{},
+		calls: map[string]int{}}
 }
 
 // URL is the base URL of the fake the tap watches (scheme://127.0.0.1:port).
@@ -126,7 +130,29 @@ func (t *Tap) DropLongPolls() int {
 	return n
 }
 
+// Calls is how many requests the fake received, by method (the last
+// element of the request path: "sendMessage", "getUpdates").
+func (t *Tap) Calls() map[string]int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return maps.Clone(t.calls)
+}
+
+// NextPoll returns a channel that receives the arrival time of the next
+// getUpdates call (the bot's first long poll after a start).
+func (t *Tap) NextPoll() <-chan time.Time {
+	ch := make(chan time.Time, 1)
+	t.mu.Lock()
+	t.poll = ch
+	t.mu.Unlock()
+	return ch
+}
+
 func (t *Tap) serve(next http.Handler, w http.ResponseWriter, r *http.Request) {
+	method := r.URL.Path[strings.LastIndexByte(r.URL.Path, '/')+1:]
+	t.mu.Lock()
+	t.calls[method]++
+	t.mu.Unlock()
 	create, send := t.isSend(r)
 	switch {
 	case send:
@@ -142,6 +168,12 @@ func (t *Tap) serve(next http.Handler, w http.ResponseWriter, r *http.Request) {
 // context is cancelled, and whatever the fake answers then is thrown away
 // and the connection closed without an answer.
 func (t *Tap) serveLongPoll(next http.Handler, w http.ResponseWriter, r *http.Request) {
+	t.mu.Lock()
+	if t.poll != nil {
+		t.poll <- time.Now()
+		t.poll = nil
+	}
+	t.mu.Unlock()
 	ctx, cancel := context.WithCancelCause(r.Context())
 	r = r.WithContext(ctx)
 	t.mu.Lock()

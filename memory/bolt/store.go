@@ -246,13 +246,26 @@ func openErr(path string, opts memory.Options, existed bool, err error) error {
 	}
 }
 
-// initSchema creates the buckets of a fresh file, or verifies an existing one.
+// initSchema creates the buckets of a fresh file, or verifies an existing
+// one. A file that has its schema and every bucket is only read: a write
+// transaction commits (two fsyncs) even when it changed nothing, and that
+// held up every restart on a busy disk.
 func (s *Store) initSchema() (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("file is %w: bolt panicked reading it: %v", memory.ErrInvalidDatabase, r)
 		}
 	}()
+	complete := false
+	if err := s.db.View(func(tx *bbolt.Tx) error {
+		complete = schemaComplete(tx)
+		return nil
+	}); err != nil {
+		return err
+	}
+	if complete {
+		return nil
+	}
 	return s.db.Update(func(tx *bbolt.Tx) error {
 		meta := tx.Bucket(bMeta)
 		if meta == nil || meta.Get(kSchema) == nil {
@@ -290,6 +303,25 @@ func (s *Store) initSchema() (err error) {
 		}
 		return nil
 	})
+}
+
+// schemaComplete reports whether tx's file has a schema this version reads
+// and every top-level bucket (initSchema then has nothing to write).
+func schemaComplete(tx *bbolt.Tx) bool {
+	meta := tx.Bucket(bMeta)
+	if meta == nil {
+		return false
+	}
+	v, err := strconv.Atoi(string(meta.Get(kSchema)))
+	if err != nil || v > schemaVersion {
+		return false // the write transaction reports it
+	}
+	for _, name := range topBuckets {
+		if tx.Bucket(name) == nil {
+			return false
+		}
+	}
+	return true
 }
 
 // Close closes the database. It is idempotent.
