@@ -171,7 +171,7 @@ func TestBinaryJSONOutput(t *testing.T) {
 					}
 				}},
 			jsonCase{"status", []string{"status", "--json"},
-				[]string{"bot", "channels", "deliveries", "messages", "model", "sessions", "storage", "turns"},
+				[]string{"bot", "channels", "deliveries", "messages", "model", "sessions", "storage", "tasks", "turns"},
 				func(t *testing.T, doc map[string]any) {
 					model := doc["model"].(map[string]any)
 					if model["api_key_set"] != true || model["endpoint"] != llm.URL {
