@@ -276,7 +276,7 @@ func TestBinaryUnknownToolsAndPersonasRefused(t *testing.T) {
 		name, body, persona, want string
 	}{
 		{"agent.tools", "agent:\n  tools: [current_time, nope, web_fetc]\n", "",
-			"config.yaml:2: agent.tools[1]: unknown tool \"nope\"; known: current_time, memory, schedule, send_message, skill, web_fetch, web_search"},
+			"config.yaml:2: agent.tools[1]: unknown tool \"nope\"; known: current_time, delete_file, edit_file, exec, list_files, memory, read_file, schedule, send_file, send_message, skill, spawn, web_fetch, web_search, write_file"},
 		{"agent.tools typo", "agent:\n  tools: [web_fetc]\n", "", "unknown tool \"web_fetc\" (did you mean \"web_fetch\"?)"},
 		{"persona tools", "personas:\n  dir: ./personas\n", "---\ndescription: Z\ntools:\n  - current_tim\n---\nYou are Z.\n",
 			"zebra.md:4: tools: unknown tool \"current_tim\" (did you mean \"current_time\"?)"},
