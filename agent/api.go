@@ -54,9 +54,14 @@ type Request struct {
 	// Admin says the turn runs for a bot admin: llm.budget does not limit
 	// it unless configured to (budget.go).
 	Admin bool
-	// BillTo and TokenBudget: DirectOptions'.
+	// Received is when the turn's first message was accepted (the hub's
+	// inbox); the user message carries it as its time, so the wait in the
+	// queue shows. Zero = the turn's start.
+	Received time.Time
+	// BillTo, TokenBudget and FilesOf: DirectOptions'.
 	BillTo      string
 	TokenBudget int
+	FilesOf     string
 	// direct marks a ProcessDirect turn: a budget refusal is returned as
 	// its error.
 	direct bool

@@ -47,6 +47,9 @@ type PreparedMedia struct {
 // (t.req.Media becomes what the model still gets as media).
 func (t *turn) userMessage(ctx context.Context) memory.Message {
 	user := memory.Message{Role: memory.RoleUser, Content: t.req.Text, Name: t.req.Runtime.SenderName, Time: t.started}
+	if r := t.req.Received; !r.IsZero() && r.Before(t.started) {
+		user.Time = r // accepted before the turn began: it waited in the queue
+	}
 	for _, m := range t.req.Media {
 		user.Media = append(user.Media, memory.MediaRef{MIME: m.MIME, Name: m.Name, Size: len(m.Data)})
 	}

@@ -317,7 +317,7 @@ func (h *Handler) replayItem(ctx context.Context, in memory.InboxItem) (item, bo
 			"channel", msg.Channel, "user", msg.UserKey(), "decision", d.String())
 		return item{}, false
 	}
-	it := item{id: in.ID, msg: msg, decision: d}
+	it := item{id: in.ID, msg: msg, decision: d, received: in.Received}
 	if in.State == memory.InboxAnswered && d == channels.Allow {
 		it.answered, it.answer, it.turnID = true, in.Answer, in.TurnID
 	}

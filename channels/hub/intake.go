@@ -57,8 +57,9 @@ func (h *Handler) admit(ctx context.Context, msg channels.Message, d channels.De
 	if err != nil {
 		return fmt.Errorf("encode message: %w", err)
 	}
+	received := h.now()
 	id, dup, err := h.store.Accept(ctx, memory.InboxItem{Channel: msg.Channel, MessageID: msg.MessageID,
-		SessionKey: key, Payload: payload, Received: h.now()})
+		SessionKey: key, Payload: payload, Received: received})
 	h.noteWrite(opAccept, err)
 	if err != nil {
 		return fmt.Errorf("persist message: %w", err)
@@ -68,7 +69,7 @@ func (h *Handler) admit(ctx context.Context, msg channels.Message, d channels.De
 		h.obs.MessageDropped(msg.Channel, "duplicate")
 		return nil
 	}
-	it := item{id: id, msg: msg, decision: d}
+	it := item{id: id, msg: msg, decision: d, received: received}
 	if d == channels.Allow && isApprovalCommand(commandName(msg.Text)) && (h.claims == nil || h.waitsForApproval(key)) &&
 		h.handleApprovalCommand(it) {
 		return nil // answered beside the queue: the waiting turn holds it (approval.go)

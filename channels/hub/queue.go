@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"time"
 
 	"github.com/switchboard-bot/switchboard/channels"
 )
@@ -13,6 +14,7 @@ type item struct {
 	answered bool // replay: the turn is committed, only delivery is left
 	answer   string
 	turnID   string
+	received time.Time // when the inbox accepted it (the queue's wait starts there)
 }
 
 type session struct {

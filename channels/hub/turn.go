@@ -172,6 +172,7 @@ func (h *Handler) turn(ctx context.Context, ch channels.Channel, target channels
 		Media:      batchMedia(batch),
 		Runtime:    h.runtime(last),
 		Sources:    ids(batch),
+		Received:   firstReceived(batch),
 		TurnID:     turnID,
 		Admin:      h.allAdmins(batch), // llm.budget exempts admins unless configured
 		OnEvent: func(ev agent.Event) {
@@ -421,4 +422,17 @@ func replyTo(m channels.Message) string {
 		return ""
 	}
 	return m.MessageID
+}
+
+// firstReceived is when the batch's earliest message was accepted (zero
+// when none says): the turn's user message carries it, so the console's
+// waterfall shows the wait in the queue.
+func firstReceived(batch []item) time.Time {
+	var first time.Time
+	for _, it := range batch {
+		if !it.received.IsZero() && (first.IsZero() || it.received.Before(first)) {
+			first = it.received
+		}
+	}
+	return first
 }

@@ -89,6 +89,9 @@ func turnViewOf(t memory.Turn, stats *Stats) turnView {
 	if tr, ok := stats.Trace(t.ID); ok {
 		v.Timeline, v.Traced = traceSteps(tr.Entries, t.Started), true
 		v.spans = traceSpans(tr.Entries, t.Started)
+		if q, ok := queueSpan(t); ok {
+			v.spans = append([]wfSpan{q}, v.spans...)
+		}
 		v.Waterfall = layoutWaterfall(v.spans, v.Duration)
 		if len(v.Models) == 0 {
 			v.Models = tr.Models
@@ -100,6 +103,9 @@ func turnViewOf(t memory.Turn, stats *Stats) turnView {
 	}
 	v.Timeline = messageSteps(t)
 	v.spans = messageSpans(v.Timeline)
+	if q, ok := queueSpan(t); ok {
+		v.spans = append([]wfSpan{q}, v.spans...)
+	}
 	v.Waterfall = layoutWaterfall(v.spans, v.Duration)
 	return v
 }

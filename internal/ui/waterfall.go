@@ -24,8 +24,9 @@ import (
 // process fall back to the stored messages' times. The session page adds
 // what the store knows beside the turn: approval waits from the audit log
 // (approval.request to its decision) and the delivery from the outbox (the
-// first send intent to the last receipt). The wait in the chat's queue
-// before the turn started is not recorded anywhere, so it is not drawn.
+// first send intent to the last receipt). The wait in the chat's queue is
+// drawn from the user message's time (when the hub accepted the message,
+// agent.Request.Received) to the turn's start, before the axis's zero.
 
 // Waterfall geometry (SVG user units).
 const (
@@ -40,6 +41,7 @@ const (
 
 // Waterfall lanes (the data-lane attribute and the bar's color class).
 const (
+	laneQueue    = "queue"
 	laneModel    = "model"
 	laneTool     = "tool"
 	laneApproval = "approval"
@@ -145,6 +147,20 @@ func messageSpans(steps []stepView) []wfSpan {
 func layoutWaterfall(spans []wfSpan, turn time.Duration) *waterfall {
 	if len(spans) == 0 {
 		return nil
+	}
+	// A bar before the turn's start (the queue) moves the axis's origin
+	// there: every offset is shifted by it.
+	var origin time.Duration
+	for _, s := range spans {
+		origin = min(origin, s.Start)
+	}
+	if origin < 0 {
+		shifted := make([]wfSpan, len(spans))
+		for i, s := range spans {
+			s.Start -= origin
+			shifted[i] = s
+		}
+		spans, turn = shifted, turn-origin
 	}
 	w := &waterfall{Width: wfWidth, Total: turn}
 	for _, s := range spans {
@@ -276,4 +292,22 @@ func (s *Server) deliverySpan(ctx context.Context, st memory.Outbox, v turnView)
 		sp.Detail = strconv.Itoa(pending) + " still pending"
 	}
 	return sp, true
+}
+
+// queueSpan is the wait in the chat's queue before the turn started: from
+// the turn's first user message (stamped when the hub accepted it) to the
+// turn's start; false when it did not wait.
+func queueSpan(t memory.Turn) (wfSpan, bool) {
+	for _, m := range t.Messages {
+		if m.Role != memory.RoleUser {
+			continue
+		}
+		if m.Time.IsZero() || !m.Time.Before(t.Started) {
+			return wfSpan{}, false
+		}
+		wait := t.Started.Sub(m.Time)
+		return wfSpan{Lane: laneQueue, Label: "queue", Start: -wait, Took: wait,
+			Detail: "waited for the chat's previous turn or a free turn slot"}, true
+	}
+	return wfSpan{}, false
 }
