@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -147,7 +148,7 @@ func (a *Agent) ProcessDirect(ctx context.Context, sessionKey, text string, opts
 	res, err := a.run(ctx, Request{
 		SessionKey: sessionKey, Text: text, Runtime: opts.Runtime, Persona: opts.Persona,
 		Tools: opts.Tools, NoTools: opts.NoTools, OnEvent: opts.OnEvent, Admin: opts.Admin, direct: true,
-		BillTo: opts.BillTo, TokenBudget: opts.TokenBudget,
+		BillTo: opts.BillTo, TokenBudget: opts.TokenBudget, FilesOf: opts.FilesOf,
 	}, CallInfo{JobName: opts.JobName, DeliverTo: opts.DeliverTo})
 	if err != nil {
 		return res.Text, err
@@ -210,7 +211,7 @@ func (a *Agent) run(ctx context.Context, req Request, job CallInfo) (Result, err
 		t.o.TokenBudget = req.TokenBudget
 	}
 	t.callInfo = CallInfo{SessionKey: req.SessionKey, Persona: persona.Name, JobName: job.JobName,
-		DeliverTo: job.DeliverTo, TurnID: t.id, Skills: persona.Skills, Files: a.newTurnFiles(req.SessionKey)}
+		DeliverTo: job.DeliverTo, TurnID: t.id, Skills: persona.Skills, Files: a.newTurnFiles(cmp.Or(req.FilesOf, req.SessionKey))}
 	t.runtime = a.builder.RuntimeBlock(req.Runtime, job.JobName)
 	if a.o.Gate != nil {
 		ctx = withGateCall(ctx, t.gateCall()) // for the summarizer (budget.go)

@@ -169,7 +169,7 @@ func (t *turn) commit(parent context.Context, finish FinishReason, text string, 
 		FinishReason: string(finish), Answer: text, Models: t.models}
 	t.recordTurn(&turn)
 	if t.files != nil {
-		turn.Files, turn.FileLimits = t.files, t.callInfo.Files.Limits()
+		turn.Files, turn.FileLimits, turn.FilesOf = t.files, t.callInfo.Files.Limits(), t.req.FilesOf
 	}
 	if finish != FinishAPIError && finish != FinishCanceled {
 		turn.Sources = t.req.Sources

@@ -84,6 +84,10 @@ type DirectOptions struct {
 	// TokenBudget bounds this turn's tokens (a task's budget) when it is
 	// below Options.TokenBudget; 0 = Options.TokenBudget.
 	TokenBudget int
+	// FilesOf is the chat whose workspace the turn's file tools work in (a
+	// background task's chat: it reads the chat's files and what it writes
+	// is the chat's, within the chat's bounds); "" = the turn's session.
+	FilesOf string
 }
 
 // Options configure an Agent. Zero values mean the defaults noted (DESIGN.md §4),

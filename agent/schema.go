@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -67,7 +68,7 @@ func validateArgs(sch *jsonschema.Resolved, args json.RawMessage) error {
 		// "validating root: validating /properties/url: type: …": the
 		// "validating …:" path prefix is noise for the model; keep the
 		// location and the reason.
-		return fmt.Errorf("arguments do not match the schema: %s", schemaMessage(err))
+		return fmt.Errorf("arguments do not match the schema: %s", elideLongWords(schemaMessage(err), maxQuotedWord))
 	}
 	return nil
 }
@@ -95,4 +96,23 @@ func schemaMessage(err error) string {
 		return where + ": " + msg
 	}
 	return msg
+}
+
+// maxQuotedWord bounds one word of a validation error: the library quotes
+// the offending value (a 20,000-character path against maxLength, a huge
+// enum value or property name) whole.
+const maxQuotedWord = 120
+
+// elideLongWords shortens every space-separated word of msg longer than max
+// runes to its head and tail around "…(N characters)…", so the reason that
+// follows the value stays readable. The caller bounds the whole message too.
+func elideLongWords(msg string, max int) string {
+	words := strings.Split(msg, " ")
+	for i, w := range words {
+		if n := utf8.RuneCountInString(w); n > max {
+			r := []rune(w)
+			words[i] = fmt.Sprintf("%s…(%d characters)…%s", string(r[:max/2]), n, string(r[n-max/4:]))
+		}
+	}
+	return strings.Join(words, " ")
 }

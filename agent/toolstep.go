@@ -138,7 +138,8 @@ func (t *turn) planTool(ctx context.Context, p *plannedCall) stepStop {
 		return stepStop{}
 	}
 	if err := t.o.Tools.Validate(c.Name, json.RawMessage(c.Arguments)); err != nil {
-		p.fail(fmt.Sprintf("invalid arguments for %s: %v", c.Name, err))
+		// Bounded like a tool's result: the error may quote the argument.
+		p.fail(truncate(fmt.Sprintf("invalid arguments for %s: %v", c.Name, err), t.o.ObservationMaxLen))
 		return stepStop{}
 	}
 	if err := t.approve(ctx, c, tool); err != nil {

@@ -37,9 +37,12 @@ import (
 //
 // Later tools build on the same overlay: exec materializes List/Read into a
 // directory and stages what the command changed with Apply (one change,
-// checked whole); send_file reads with Read. Work outside a turn (background
-// tasks, attachments saved by the hub) writes through memory.Workspace's
-// ApplyFiles directly.
+// checked whole); send_file reads with Read. A background task's turn runs
+// on a session of its own but works in its chat's workspace
+// (DirectOptions.FilesOf): its overlay is over the chat's files and its
+// commit (memory.Turn.FilesOf) changes them, within the chat's bounds. Work
+// outside a turn (attachments saved by the hub) writes through
+// memory.Workspace's ApplyFiles directly.
 
 // WorkspaceStore is the read side of the chat's stored files;
 // memory.Workspace implements it.

@@ -102,4 +102,8 @@ type Turn struct {
 	// the commit, not stored with the turn.
 	Files      *WorkspaceChange `json:"-"`
 	FileLimits WorkspaceLimits  `json:"-"`
+	// FilesOf is the chat whose workspace Files change when it is not the
+	// turn's own session (a background task works in its chat's files);
+	// "" = the session. An input of the commit, not stored.
+	FilesOf string `json:"-"`
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"unicode"
 
 	"github.com/switchboard-bot/switchboard/memory"
 )
@@ -54,8 +55,37 @@ func filesText(list []memory.FileInfo, l memory.WorkspaceLimits) string {
 			fmt.Fprintf(&b, "… and %d more\n", len(list)-i)
 			break
 		}
-		fmt.Fprintf(&b, "%s — %s\n", f.Path, memory.FormatBytes(f.Size))
+		fmt.Fprintf(&b, "%s — %s\n", mdLiteral(f.Path), memory.FormatBytes(f.Size))
 	}
 	b.WriteString(foot)
+	return b.String()
+}
+
+// mdLiteral backslash-escapes what Markdown would take from a file name in
+// /files (sent as Markdown like every reply), so "*x*.md", "<b>.html",
+// "# notes" or "1. one" show as written: the inline markers everywhere
+// (an underscore only at a word's edge: "my_notes.md" stays as it is), and
+// a block marker at the start. Plain names are left alone, so a channel
+// that shows Markdown as text (the terminal console) shows them unchanged.
+func mdLiteral(s string) string {
+	var b strings.Builder
+	rs := []rune(s)
+	alnum := func(i int) bool {
+		return i >= 0 && i < len(rs) && (unicode.IsLetter(rs[i]) || unicode.IsDigit(rs[i]))
+	}
+	lead := 0 // a numbered-list marker "12." or "12)" at the start
+	for lead < len(rs) && rs[lead] >= '0' && rs[lead] <= '9' {
+		lead++
+	}
+	for i, r := range rs {
+		esc := strings.ContainsRune("\\`*[]<>~|&", r) ||
+			r == '_' && !(alnum(i-1) && alnum(i+1)) ||
+			i == 0 && strings.ContainsRune("#-+=", r) ||
+			i == lead && lead > 0 && (r == '.' || r == ')')
+		if esc {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
 	return b.String()
 }

@@ -158,7 +158,7 @@ func systemBinds(network bool) []string {
 
 // bwrapArgs is the whole bubblewrap command line for one run: base holds the
 // generated passwd and group, work is the workspace.
-func (r *Runner) bwrapArgs(base, work, command string) []string {
+func (r *Runner) bwrapArgs(base, work, command string, lim Limits) []string {
 	id := strconv.Itoa(sandboxID)
 	args := []string{
 		"--unshare-all", "--unshare-user", "--die-with-parent", "--new-session", "--hostname", "sandbox",
@@ -183,13 +183,13 @@ func (r *Runner) bwrapArgs(base, work, command string) []string {
 		"--info-fd", "3",
 		"--",
 	)
-	return append(args, r.limitArgs(command, true)...)
+	return append(args, r.limitArgs(command, true, lim)...)
 }
 
 // limitArgs wraps the shell command in prlimit: CPU seconds, address space,
 // processes (inside the sandbox only), file size, no core dumps. Hard
 // limits are set too, so the command cannot raise them.
-func (r *Runner) limitArgs(command string, nproc bool) []string {
+func (r *Runner) limitArgs(command string, nproc bool, lim Limits) []string {
 	cpu := int64((r.o.CPU + time.Second - 1) / time.Second)
 	args := []string{
 		r.o.Prlimit,
@@ -197,13 +197,25 @@ func (r *Runner) limitArgs(command string, nproc bool) []string {
 		// second later for a program that ignores it.
 		"--cpu=" + strconv.FormatInt(cpu, 10) + ":" + strconv.FormatInt(cpu+1, 10),
 		"--as=" + strconv.FormatInt(r.o.Memory, 10),
-		"--fsize=" + strconv.FormatInt(r.o.FileSize, 10),
+		"--fsize=" + strconv.FormatInt(fileSizeLimit(r.o.FileSize, lim), 10),
 		"--core=0",
 	}
 	if nproc {
 		args = append(args, "--nproc="+strconv.Itoa(r.o.MaxProcesses))
 	}
 	return append(args, "--", "/bin/sh", "-c", command)
+}
+
+// fileSizeLimit is the RLIMIT_FSIZE of a run: Options.FileSize, but always
+// above workspace.max_file. At max_file itself, a command writing more
+// would leave a file cut at exactly max_file bytes, which passes the bound
+// and would be written back silently truncated; one byte more makes such a
+// file break the bound, so the write-back refuses it by name.
+func fileSizeLimit(size int64, lim Limits) int64 {
+	if lim.MaxFile > 0 && size <= lim.MaxFile {
+		return lim.MaxFile + 1
+	}
+	return size
 }
 
 func passwdFiles() (passwd, group []byte) {

@@ -29,7 +29,9 @@
 //     (exec.memory: address space, not resident memory; a runtime that
 //     reserves large virtual ranges, as the JVM or Go do, needs more),
 //     RLIMIT_NPROC (exec.max_processes), RLIMIT_FSIZE (Options.FileSize,
-//     default workspace.max_file; SIGXFSZ, exit 153) and no core dumps.
+//     default workspace.max_file, always at least Limits.MaxFile+1 so a
+//     file cut by it breaks max_file and is refused, never saved
+//     truncated; SIGXFSZ, exit 153) and no core dumps.
 //     Since Linux 5.14 RLIMIT_NPROC is counted per user namespace, so each
 //     sandbox has its own max_processes; but the kernel exempts processes
 //     whose host uid is 0, so when the daemon runs as root, bwrap runs as

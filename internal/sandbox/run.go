@@ -110,7 +110,7 @@ func (r *Runner) run(ctx context.Context, command string, files []File, lim Limi
 		if err := os.WriteFile(filepath.Join(base, "group"), group, 0o644); err != nil {
 			return Result{}, fmt.Errorf("exec: %w", err)
 		}
-		cmd = exec.CommandContext(runCtx, path, r.bwrapArgs(base, work, command)...)
+		cmd = exec.CommandContext(runCtx, path, r.bwrapArgs(base, work, command, lim)...)
 		ir, iw, err := os.Pipe()
 		if err != nil {
 			return Result{}, fmt.Errorf("exec: %w", err)
@@ -125,7 +125,7 @@ func (r *Runner) run(ctx context.Context, command string, files []File, lim Limi
 		if _, err := os.Stat(r.o.Prlimit); err == nil {
 			// No --nproc: outside a user namespace it would count every
 			// process and thread of the daemon's user.
-			args = r.limitArgs(command, false)
+			args = r.limitArgs(command, false, lim)
 		}
 		cmd = exec.CommandContext(runCtx, args[0], args[1:]...)
 		cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + work, "LANG=C.UTF-8", "USER=sandbox"}

@@ -176,3 +176,40 @@ func TestCollectStatsBeforeReading(t *testing.T) {
 		t.Errorf("write-back = %+v, want refused by workspace.max_file", wb)
 	}
 }
+
+// TestWriteBackFileAtTheSizeLimit: with RLIMIT_FSIZE equal to
+// workspace.max_file (what the daemon configures), a command writing more
+// than max_file used to leave a file cut at exactly max_file bytes, which
+// passed the bound and was saved, silently truncated. Such a file must be
+// refused by name, nothing written back.
+func TestWriteBackFileAtTheSizeLimit(t *testing.T) {
+	const maxFile = 64 << 10
+	r := bwrapRunner(t, Options{FileSize: maxFile})
+	tests := []struct{ name, cmd string }{
+		{"head past the limit", "head -c 200000 /dev/zero > big; echo rc=$?"},
+		{"python past the limit", `python3 -c 'open("big", "wb").write(b"x" * 200000)'; echo rc=$?`},
+		{"exactly the limit is kept", "head -c 65536 /dev/zero > big"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := r.Run(context.Background(), tc.cmd, nil, Limits{MaxBytes: 1 << 20, MaxFiles: 10, MaxFile: maxFile})
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			if strings.HasPrefix(tc.name, "exactly") {
+				if res.Refused != "" || len(res.Changed) != 1 || len(res.Changed[0].Data) != maxFile {
+					t.Fatalf("a file of exactly max_file: refused %q, changed %d", res.Refused, len(res.Changed))
+				}
+				return
+			}
+			if !strings.Contains(res.Refused, "workspace.max_file: big is") || len(res.Changed) != 0 {
+				var sizes []int
+				for _, f := range res.Changed {
+					sizes = append(sizes, len(f.Data))
+				}
+				t.Errorf("refused %q, written back %v (sizes %v): want refused by workspace.max_file naming big, nothing written back",
+					res.Refused, keys(fileMap(res.Changed)), sizes)
+			}
+		})
+	}
+}

@@ -47,6 +47,9 @@ func (r *Runner) execute(ctx context.Context, t memory.TaskRecord, rn *run) {
 		// counts against the daily total, as the job does.
 		BillTo:      billTo(t),
 		TokenBudget: t.Budget,
+		// It works in the files of the chat (or job) that spawned it: it
+		// reads them, and what it writes is that chat's, in its bounds.
+		FilesOf: t.Chat,
 	})
 	close(renewStop)
 	<-renewDone

@@ -9,6 +9,9 @@
 //
 //   - on its own session key, "<chat>#task:<id>", so it never holds the
 //     chat's per-session lock and its history stays apart from the chat's;
+//     but in the chat's workspace (agent.DirectOptions.FilesOf): it reads
+//     the chat's files, and what it writes is the chat's, within the chat's
+//     bounds, committed with the task's turn;
 //   - with the task's prompt, the persona of the chat that spawned it, and
 //     the tools the task asked for (all of them when it asked for none),
 //     always without spawn itself: a task cannot start tasks. The agent

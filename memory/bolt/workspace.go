@@ -120,7 +120,11 @@ func applyTurnFiles(tx *bbolt.Tx, key string, turn memory.Turn, now time.Time) e
 	if err != nil {
 		return nil
 	}
-	_, err = applyFilesTx(tx, key, change, turn.FileLimits, now)
+	chat := key
+	if turn.FilesOf != "" {
+		chat = turn.FilesOf
+	}
+	_, err = applyFilesTx(tx, chat, change, turn.FileLimits, now)
 	return err
 }
 

@@ -118,7 +118,11 @@ func applyTurnFiles(ctx context.Context, tx pgx.Tx, key string, turn memory.Turn
 	if err != nil {
 		return nil
 	}
-	_, err = applyFilesTx(ctx, tx, key, change, turn.FileLimits, now)
+	chat := key
+	if turn.FilesOf != "" {
+		chat = turn.FilesOf
+	}
+	_, err = applyFilesTx(ctx, tx, chat, change, turn.FileLimits, now)
 	return err
 }
 

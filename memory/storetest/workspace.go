@@ -204,6 +204,27 @@ func (h harness) testWorkspaceInTurnCommit(t *testing.T) {
 	}
 	sameFiles(t, "after a refused commit change", wsFiles(t, st, key), map[string]string{"b.txt": "two"})
 
+	// A turn whose files are another chat's (a background task's session
+	// working in its chat's workspace): the change goes to that chat.
+	task := key + "#task:t1"
+	c4 := writes("task.txt", "four")
+	t4 := turn("t4", &c4, memory.WorkspaceLimits{})
+	t4.FilesOf = key
+	if _, err := st.CommitTurn(ctx, task, memory.TurnCommit{Turn: &t4}); err != nil {
+		t.Fatal(err)
+	}
+	c5 := memory.WorkspaceChange{Deletes: []string{"task.txt"}}
+	t5 := turn("t5", &c5, memory.WorkspaceLimits{})
+	t5.FilesOf = key
+	mustNo(t, st.AppendTurn(ctx, task, t5))
+	sameFiles(t, "the task session's own files", wsFiles(t, st, task), map[string]string{})
+	c6 := writes("task.txt", "six")
+	t6 := turn("t6", &c6, memory.WorkspaceLimits{})
+	t6.FilesOf = key
+	mustNo(t, st.AppendTurn(ctx, task, t6))
+	sameFiles(t, "files of a task's turns", wsFiles(t, st, key), map[string]string{"b.txt": "two", "task.txt": "six"})
+	mustNo(t, st.ApplyFiles(ctx, key, memory.WorkspaceChange{Deletes: []string{"task.txt"}}, memory.WorkspaceLimits{}))
+
 	// /reset keeps the files; a move takes them along.
 	mustNo(t, st.ResetSession(ctx, key))
 	sameFiles(t, "after reset", wsFiles(t, st, key), map[string]string{"b.txt": "two"})
