@@ -47,14 +47,35 @@ func buildCore(cfg *config.Config, log *slog.Logger, client *http.Client, onMode
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	set, err := loadPersonas(cfg, log)
-	if err != nil {
+	// Check the personas first (no file is written for a refused config),
+	// then write the defaults of a first run while the store opens: both
+	// wait for fsyncs, which on a busy disk take tens to hundreds of
+	// milliseconds each (BENCHMARKS.md, "Issue 35").
+	dir := cfg.ResolvePath(cfg.Personas.Dir)
+	if _, _, err := LoadPersonaSet(cfg, dir); err != nil {
 		return nil, err
 	}
-	store, err := OpenStore(cfg, log)
+	type opened struct {
+		store memory.Store
+		err   error
+	}
+	storeCh := make(chan opened, 1)
+	go func() {
+		s, err := OpenStore(cfg, log)
+		storeCh <- opened{s, err}
+	}()
+	set, err := loadPersonas(cfg, dir, log)
+	o := <-storeCh
 	if err != nil {
+		if o.err == nil {
+			o.store.Close()
+		}
 		return nil, err
 	}
+	if o.err != nil {
+		return nil, o.err
+	}
+	store := o.store
 	res := hub.NewResolver(store, set, log)
 	res.SetRules(cfg.Personas.ByTarget, cfg.Personas.ByChannel, cfg.Personas.Default)
 	reg, err := toolRegistry(cfg, store, log)
@@ -72,19 +93,15 @@ func buildCore(cfg *config.Config, log *slog.Logger, client *http.Client, onMode
 	return &Core{Store: store, Personas: res, Tools: reg, Agent: ag, MCP: m}, nil
 }
 
-// loadPersonas writes the default persona files on first run and loads the
-// directory on top of the built-ins; a malformed file is logged with
-// file:line and skipped. A persona name or tool the config or a persona
-// file refers to that does not exist is an error (see LoadPersonaSet).
-func loadPersonas(cfg *config.Config, log *slog.Logger) (*personas.Set, error) {
-	dir := cfg.ResolvePath(cfg.Personas.Dir)
-	// Check before writing: a refused config leaves no files behind (the
-	// default personas.dir, ./data/personas, would create the data directory).
-	// The defaults written next are copies of the built-ins the check already
-	// counted, so they cannot change its outcome.
-	if _, _, err := LoadPersonaSet(cfg, dir); err != nil {
-		return nil, err
-	}
+// loadPersonas writes the default persona files into dir on first run and
+// loads the directory on top of the built-ins; a malformed file is logged
+// with file:line and skipped. A persona name or tool the config or a persona
+// file refers to that does not exist is an error (see LoadPersonaSet). The
+// caller checks the set with LoadPersonaSet before (a refused config leaves
+// no files behind: the default personas.dir, ./data/personas, would create
+// the data directory); the defaults written here are copies of the
+// built-ins that check already counted, so they cannot change its outcome.
+func loadPersonas(cfg *config.Config, dir string, log *slog.Logger) (*personas.Set, error) {
 	if written, err := personas.WriteDefaults(dir); err != nil {
 		log.Warn("could not write the default personas", "dir", dir, "err", err)
 	} else if len(written) > 0 {
