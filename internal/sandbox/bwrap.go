@@ -182,9 +182,23 @@ func (r *Runner) bwrapArgs(base, work, command string, lim Limits) []string {
 		"--setenv", "USER", "sandbox",
 		"--info-fd", "3",
 		"--",
+		"/bin/sh", "-c", watchdogScript, "sandbox-watchdog",
 	)
 	return append(args, r.limitArgs(command, true, lim)...)
 }
+
+// watchdogScript runs first inside the sandbox: a background reader of fd
+// 4, the read end of a pipe whose only write end the daemon holds. When the
+// daemon dies — even in the milliseconds before bwrap arms its own
+// --die-with-parent, a window in which a SIGKILLed daemon left bwrap and
+// the command running for good — the read sees end of file and the
+// watchdog kills every process of the sandbox's user in its pid namespace,
+// which ends the sandbox. The command itself runs without fd 4. The
+// watchdog is one more process against max_processes; when the command
+// ends normally, the namespace's end takes the watchdog with it.
+const watchdogScript = `(cat <&4 >/dev/null 2>&1; kill -KILL -1 2>/dev/null) &
+exec 4<&-
+exec "$@"`
 
 // limitArgs wraps the shell command in prlimit: CPU seconds, address space,
 // processes (inside the sandbox only), file size, no core dumps. Hard

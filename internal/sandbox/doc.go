@@ -42,7 +42,14 @@
 //     kernel then kills everything in its pid namespace and bwrap exits
 //     only after that, so nothing the command started (background jobs,
 //     setsid, double forks) outlives Run. A daemon that dies takes bwrap
-//     with it (Pdeathsig), and bwrap the sandbox (--die-with-parent).
+//     with it (Pdeathsig), and bwrap the sandbox (--die-with-parent). Both
+//     are armed a little after the fork, so two more guards close that
+//     window (attacked: a daemon SIGKILLed 0–2 ms after bwrap appeared left
+//     the sandbox running in 3 of 5 tries): a watchdog inside the sandbox
+//     (watchdogScript) kills the sandbox's processes when the daemon's end of
+//     a pipe closes, and the next Runner's sweep of dead runs (stale.go)
+//     kills any process still naming a dead run's directory — a sandbox
+//     whose init was left waiting while bwrap set it up.
 //   - stdout and stderr are each kept to exec.max_output: the head and the
 //     tail, joined by "[… N bytes cut …]"; invalid UTF-8 is replaced.
 //   - Write-back: after the command, the directory is walked without

@@ -117,8 +117,17 @@ func (r *Runner) run(ctx context.Context, command string, files []File, lim Limi
 		}
 		defer ir.Close()
 		defer iw.Close()
+		// The watchdog's pipe (watchdogScript): the sandbox gets the read
+		// end as fd 4, the daemon keeps the only write end until Run
+		// returns, so the daemon's death — however sudden — ends the run.
+		wr, ww, err := os.Pipe()
+		if err != nil {
+			return Result{}, fmt.Errorf("exec: %w", err)
+		}
+		defer wr.Close()
+		defer ww.Close()
 		info = ir
-		cmd.ExtraFiles = []*os.File{iw}
+		cmd.ExtraFiles = []*os.File{iw, wr}
 		cmd.Env = []string{}
 	} else {
 		args := []string{"/bin/sh", "-c", command}
@@ -161,6 +170,7 @@ func (r *Runner) run(ctx context.Context, command string, files []File, lim Limi
 	}
 	if info != nil {
 		cmd.ExtraFiles[0].Close()
+		cmd.ExtraFiles[1].Close() // the watchdog's read end lives on in the sandbox only
 		// Read bwrap's pid 1 before Wait reaps bwrap, so its parent can be
 		// checked (no reused pid is ever signalled).
 		var msg struct {

@@ -1,11 +1,13 @@
 package sandbox
 
 import (
+	"bytes"
 	"errors"
 	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -66,6 +68,9 @@ func sweepStale(dir string, now time.Time, log *slog.Logger) int {
 				continue
 			}
 		}
+		if k := killLeftovers(base); k > 0 {
+			log.Warn("exec: killed sandbox processes a dead daemon left running", "count", k, "dir", base)
+		}
 		if rerr := removeAll(base); rerr != nil {
 			log.Warn("exec: could not remove a dead run's directory", "dir", base, "err", rerr)
 		} else {
@@ -79,4 +84,33 @@ func sweepStale(dir string, now time.Time, log *slog.Logger) int {
 		log.Info("exec: removed run directories of a process that died mid-command", "count", n, "dir", dir)
 	}
 	return n
+}
+
+// killLeftovers SIGKILLs the processes whose command line names the dead
+// run directory base (bwrap binds base's workspace): a daemon SIGKILLed
+// while bwrap was still setting up, before bwrap's --die-with-parent and
+// the watchdog (watchdogScript) were armed, can leave the sandbox's init
+// waiting for good. Killing it ends its pid namespace. It returns how many
+// it killed.
+func killLeftovers(base string) int {
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	needle := []byte(base + "/")
+	killed := 0
+	for _, p := range procs {
+		pid, err := strconv.Atoi(p.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", p.Name(), "cmdline"))
+		if err != nil || !bytes.Contains(cmdline, needle) {
+			continue
+		}
+		if syscall.Kill(pid, syscall.SIGKILL) == nil {
+			killed++
+		}
+	}
+	return killed
 }
