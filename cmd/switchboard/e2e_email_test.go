@@ -2,13 +2,8 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"net/http"
-	"os/exec"
 	"strings"
-	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -18,72 +13,15 @@ import (
 	"github.com/switchboard-bot/switchboard/internal/testkit/fakesmtp"
 )
 
-// emailDaemon is the built binary reading a dovecot mailbox.
-type emailDaemon struct {
-	cmd  *exec.Cmd
-	logs *emailLog
-	done chan struct{}
-}
-
-type emailLog struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *emailLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *emailLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// startEmailDaemon runs `switchboard run`, waits for /readyz and, when
-// logLine is set, for that line in its log.
-func startEmailDaemon(t *testing.T, env []string, cfg, addr, logLine string) *emailDaemon {
+// startEmailDaemon is startDaemonBin that also waits, when logLine is
+// set, for that line in the daemon's log.
+func startEmailDaemon(t *testing.T, env []string, cfg, addr, logLine string) *daemonProc {
 	t.Helper()
-	d := &emailDaemon{cmd: exec.Command(binPath, "--config", cfg, "run"), logs: &emailLog{}, done: make(chan struct{})}
-	d.cmd.Env = env
-	d.cmd.Stderr = d.logs
-	if err := d.cmd.Start(); err != nil {
-		t.Fatal(err)
+	p := startDaemonBin(t, env, cfg, addr)
+	if logLine != "" {
+		awaitCond(t, "the daemon to log "+logLine, func() bool { return strings.Contains(p.stderr.String(), logLine) }, p.dump)
 	}
-	go func() { _ = d.cmd.Wait(); close(d.done) }()
-	t.Cleanup(func() { d.stop() })
-	deadline := time.Now().Add(waitHang)
-	for {
-		ready := false
-		if resp, err := http.Get("http://" + addr + "/readyz"); err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			ready = resp.StatusCode == 200
-		}
-		if ready && strings.Contains(d.logs.String(), logLine) {
-			return d
-		}
-		select {
-		case <-d.done:
-			t.Fatalf("the daemon exited; log:\n%s", d.logs.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("daemon not ready; log:\n%s", d.logs.String())
-		}
-	}
-}
-
-func (d *emailDaemon) stop() {
-	_ = d.cmd.Process.Signal(syscall.SIGTERM)
-	<-d.done
-}
-
-func (d *emailDaemon) kill() {
-	_ = d.cmd.Process.Kill()
-	<-d.done
+	return p
 }
 
 // Issue 33: the built binary answers email — an authenticated sender's
@@ -263,7 +201,7 @@ server:
 			t.Errorf("the answer to hello is not a reply to it: In-Reply-To %q", m.Header.Get("In-Reply-To"))
 		}
 	}
-	if strings.Contains(d.logs.String(), password) {
+	if strings.Contains(d.stderr.String(), password) {
 		t.Error("the password appears in the daemon's log")
 	}
 	t.Logf("%d mails sent", len(smtp.Messages()))

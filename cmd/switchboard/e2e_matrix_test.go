@@ -2,85 +2,14 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"net/http"
-	"os/exec"
 	"strings"
-	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/switchboard-bot/switchboard/internal/testkit/fakellm"
 	"github.com/switchboard-bot/switchboard/internal/testkit/fakematrix"
 )
-
-// matrixDaemon is the built binary running against fakematrix.
-type matrixDaemon struct {
-	cmd  *exec.Cmd
-	logs *matrixLogBuf
-	done chan struct{}
-}
-
-type matrixLogBuf struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *matrixLogBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *matrixLogBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// startMatrixDaemon runs `switchboard run` and waits for /readyz.
-func startMatrixDaemon(t *testing.T, env []string, cfg, addr string) *matrixDaemon {
-	t.Helper()
-	d := &matrixDaemon{cmd: exec.Command(binPath, "--config", cfg, "run"), logs: &matrixLogBuf{}, done: make(chan struct{})}
-	d.cmd.Env = env
-	d.cmd.Stderr = d.logs
-	if err := d.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = d.cmd.Wait(); close(d.done) }()
-	t.Cleanup(func() { d.stop() })
-	deadline := time.Now().Add(waitHang)
-	for {
-		resp, err := http.Get("http://" + addr + "/readyz")
-		if err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return d
-			}
-		}
-		select {
-		case <-d.done:
-			t.Fatalf("the daemon exited; log:\n%s", d.logs.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("daemon not ready; log:\n%s", d.logs.String())
-		}
-	}
-}
-
-func (d *matrixDaemon) stop() {
-	_ = d.cmd.Process.Signal(syscall.SIGTERM)
-	<-d.done
-}
-
-func (d *matrixDaemon) kill() {
-	_ = d.cmd.Process.Kill()
-	<-d.done
-}
 
 // bodies are the bot's messages in room as users read them.
 func matrixBodies(fake *fakematrix.Server, room string) []string {
@@ -161,7 +90,7 @@ server:
 	}
 	noSecret(t, doc, fake.Token())
 
-	d := startMatrixDaemon(t, env, cfg, addr)
+	d := startDaemonBin(t, env, cfg, addr)
 	wait := func(what string, cond func() bool) {
 		t.Helper()
 		fake.WaitFor(t, waitHang, what, cond)
@@ -195,7 +124,7 @@ server:
 	})
 	d.kill()
 	fake.UserSays(dm, alice, "while down")
-	startMatrixDaemon(t, env, cfg, addr)
+	startDaemonBin(t, env, cfg, addr)
 	wait("the replayed and the new answer", func() bool {
 		b := matrixBodies(fake, dm)
 		return matrixCount(b, "echo: slow question") > 0 && matrixCount(b, "echo: while down") > 0
@@ -260,7 +189,7 @@ server:
   listen: %s
 `, llm.URL, fake.URL(), at, addr))
 	env := cleanEnv("SB_E2E_KEY="+e2eKey, "MATRIX_ACCESS_TOKEN="+fake.Token())
-	startMatrixDaemon(t, env, cfg, addr)
+	startDaemonBin(t, env, cfg, addr)
 	wait := func(what string, cond func() bool) {
 		t.Helper()
 		fake.WaitFor(t, waitHang, what, cond)

@@ -79,7 +79,7 @@ server:
 		return false
 	}
 
-	d := startMatrixDaemon(t, env, cfg, addr)
+	d := startDaemonBin(t, env, cfg, addr)
 	wait("the daemon's incremental sync", synced)
 	fake.UserSays(dm, alice, "tides please")
 	wait("the chat's answer", func() bool {
@@ -88,10 +88,10 @@ server:
 	wait("the task to ask the model", func() bool { return taskCalls.Load() >= 1 })
 	d.kill()
 
-	d2 := startMatrixDaemon(t, env, cfg, addr)
+	d2 := startDaemonBin(t, env, cfg, addr)
 	defer func() {
 		if t.Failed() {
-			t.Logf("first daemon's log:\n%s\nsecond daemon's log:\n%s", d.logs.String(), d2.logs.String())
+			t.Logf("first daemon's log:\n%s\nsecond daemon's log:\n%s", d.stderr.String(), d2.stderr.String())
 		}
 	}()
 	const result = "Task t1 (tides) finished:"

@@ -100,6 +100,13 @@ func startDaemonBin(t *testing.T, env []string, cfg, addr string) *daemonProc {
 	return p
 }
 
+// kill SIGKILLs the daemon (a crash) and waits until it is gone.
+func (p *daemonProc) kill() {
+	_ = p.cmd.Process.Kill()
+	err := <-p.done
+	p.done <- err // for the cleanup's wait
+}
+
 // stop sends SIGTERM and waits for a clean exit.
 func (p *daemonProc) stop(t *testing.T) {
 	t.Helper()
