@@ -69,6 +69,7 @@ type Outbound struct {
 	maxWait     time.Duration
 	maxChunks   atomic.Int64
 	obs         Observer
+	after       func(time.Duration) <-chan time.Time
 
 	sent, edited, retried, failed, resent atomic.Uint64
 	lastFailure                           atomic.Pointer[string] // Stats.LastFailure
@@ -88,6 +89,9 @@ type Options struct {
 	// and the final delivery); a longer answer is cut and ends with
 	// TruncatedNote. Default DefaultMaxChunks.
 	MaxChunks int
+	// After is the streamer's clock for the waits between drafts (tests
+	// fire them by hand); default time.After.
+	After func(time.Duration) <-chan time.Time
 }
 
 // Observer receives delivery events (metrics). Methods must be fast and
@@ -133,6 +137,9 @@ func New(outbox Outbox, o Options) *Outbound {
 	if o.Observer == nil {
 		o.Observer = nopObserver{}
 	}
+	if o.After == nil {
+		o.After = time.After
+	}
 	var ro *receiptOutbox
 	lc, _ := outbox.(memory.Lifecycle)
 	if outbox != nil {
@@ -140,7 +147,7 @@ func New(outbox Outbox, o Options) *Outbound {
 		outbox = ro
 	}
 	out := &Outbound{outbox: outbox, receipts: ro, lc: lc, log: o.Logger, sleep: o.Sleep, maxAttempts: o.MaxAttempts,
-		baseDelay: o.BaseDelay, maxDelay: o.MaxDelay, maxWait: o.MaxWait, obs: o.Observer}
+		baseDelay: o.BaseDelay, maxDelay: o.MaxDelay, maxWait: o.MaxWait, obs: o.Observer, after: o.After}
 	out.SetMaxChunks(o.MaxChunks)
 	return out
 }

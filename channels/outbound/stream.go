@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/switchboard-bot/switchboard/channels"
 )
@@ -14,9 +15,18 @@ import (
 // reply does not start with a one-word message.
 const streamMinChars = 24
 
+// StreamFirstShow is how long an answer streams before its first draft or
+// preview is shown (or the channel's edit interval, if shorter). An answer
+// complete by then — a command, a cached or quick model's reply — is sent
+// once, with no draft before it: one Bot API call instead of two or three, no
+// message that flickers from draft to answer, and no draft counted against a
+// group's rate limit. A slower answer shows its first words after this
+// delay, as the typing indicator is already up.
+const StreamFirstShow = 300 * time.Millisecond
+
 // Streamer grows a draft reply on an Editor channel as text deltas arrive:
-// the first chunk is sent once some text exists, then edited at most once per
-// EditInterval; when the text outgrows one chunk the next chunk becomes a new
+// the first chunk is sent once the answer has streamed for StreamFirstShow
+// and has some text, then edited at most once per EditInterval; when the text outgrows one chunk the next chunk becomes a new
 // message (rollover). Drafts are recorded in the outbox under the turn id, so
 // the final delivery edits them into the formatted answer instead of sending
 // the answer again. A turn that runs again after a crash adopts the drafts
@@ -40,9 +50,11 @@ type Streamer struct {
 	pv       channels.Previewer // nil: stream by edits
 	d        Delivery
 	interval time.Duration
+	first    time.Duration // wait before the first draft
+	after    func(time.Duration) <-chan time.Time
 
 	mu     sync.Mutex
-	text   string
+	text   []byte // appended to in place: a long answer arrives in many small deltas
 	dirty  bool
 	resets int // Reset calls, so the loop notices a new text after a full one
 
@@ -77,11 +89,12 @@ func (o *Outbound) Stream(ctx context.Context, ch channels.Channel, d Delivery) 
 }
 
 func startStreamer(ctx context.Context, out *Outbound, ch channels.Channel, ed channels.Editor, d Delivery) *Streamer {
-	s := &Streamer{out: out, ch: ch, ed: ed, d: d, interval: ed.EditInterval(),
+	s := &Streamer{out: out, ch: ch, ed: ed, d: d, interval: ed.EditInterval(), after: out.after,
 		wake: make(chan struct{}, 1), stopCh: make(chan struct{}), done: make(chan struct{})}
 	if s.interval <= 0 {
 		s.interval = time.Second
 	}
+	s.first = min(StreamFirstShow, s.interval)
 	if pv, ok := ch.(channels.Previewer); ok && pv.Previews(d.Target) {
 		s.pv = pv
 	}
@@ -92,7 +105,7 @@ func startStreamer(ctx context.Context, out *Outbound, ch channels.Channel, ed c
 // Append adds streamed text.
 func (s *Streamer) Append(delta string) {
 	s.mu.Lock()
-	s.text += delta
+	s.text = append(s.text, delta...)
 	s.dirty = true
 	s.mu.Unlock()
 	select {
@@ -104,7 +117,7 @@ func (s *Streamer) Append(delta string) {
 // Reset discards text streamed so far (it preceded a tool call).
 func (s *Streamer) Reset() {
 	s.mu.Lock()
-	s.text = ""
+	s.text = s.text[:0]
 	s.dirty = false
 	s.resets++
 	s.mu.Unlock()
@@ -119,7 +132,7 @@ func (s *Streamer) Stop() {
 func (s *Streamer) loop(ctx context.Context) {
 	defer close(s.done)
 	s.adopt(ctx)
-	var last time.Time
+	var started, last time.Time // the first text; the last draft shown
 	resets := 0
 	for {
 		select {
@@ -129,26 +142,36 @@ func (s *Streamer) loop(ctx context.Context) {
 			return
 		case <-s.wake:
 		}
-		if wait := s.interval - time.Since(last); !last.IsZero() && wait > 0 {
-			t := time.NewTimer(wait)
+		var wait time.Duration
+		switch {
+		case started.IsZero():
+			started, wait = time.Now(), s.first
+		case last.IsZero():
+			wait = s.first - time.Since(started)
+		default:
+			wait = s.interval - time.Since(last)
+		}
+		if wait > 0 {
 			select {
 			case <-ctx.Done():
-				t.Stop()
 				return
 			case <-s.stopCh:
-				t.Stop()
 				return
-			case <-t.C:
+			case <-s.after(wait):
 			}
 		}
 		s.mu.Lock()
-		text, dirty := s.text, s.dirty
+		dirty := s.dirty
 		s.dirty = false
 		if s.resets != resets {
 			resets, s.full = s.resets, false // text after a tool call starts over
 		}
+		var text string
+		if dirty && !s.full && utf8.RuneCount(s.text) >= streamMinChars {
+			text = string(s.text)
+		}
 		s.mu.Unlock()
-		if !dirty || s.full || len([]rune(text)) < streamMinChars {
+		if text == "" {
 			continue
 		}
 		s.render(ctx, text)

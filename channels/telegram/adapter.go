@@ -150,6 +150,12 @@ type Options struct {
 	RetryMin       time.Duration // first backoff after a failed poll or Handle; default 500ms
 	RetryMax       time.Duration // longest backoff; default 30s
 	TypingInterval time.Duration // sendChatAction refresh; default 4s (Telegram shows it 5s)
+	// TypingDelay is how long a turn runs before "typing…" is first shown;
+	// default DefaultTypingDelay, negative shows it at once.
+	TypingDelay time.Duration
+	// After is the clock of TypingDelay (tests fire it by hand); default
+	// time.After.
+	After func(time.Duration) <-chan time.Time
 	// IntakeWorkers bounds how many chats of one getUpdates batch are handed
 	// to the sink at once (one chat's updates always go in order); default 16.
 	IntakeWorkers int
@@ -328,6 +334,12 @@ func (o Options) withDefaults() Options {
 	def(&o.RetryMax, 30*time.Second)
 	o.RetryMax = max(o.RetryMax, o.RetryMin)
 	def(&o.TypingInterval, 4*time.Second)
+	if o.TypingDelay == 0 {
+		o.TypingDelay = DefaultTypingDelay
+	}
+	if o.After == nil {
+		o.After = time.After
+	}
 	if o.IntakeWorkers <= 0 {
 		o.IntakeWorkers = 16
 	}

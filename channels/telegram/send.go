@@ -290,8 +290,17 @@ func stripHTML(s string) string {
 	return html.UnescapeString(tagRE.ReplaceAllString(s, ""))
 }
 
-// StartTyping shows "typing…" in the target chat and refreshes it every
-// TypingInterval until stop is called or ctx ends. Failures are logged, never
+// DefaultTypingDelay is how long a turn runs before "typing…" is shown. An
+// answer ready sooner (a command, a quick model's reply) goes out with no
+// sendChatAction before it — Telegram clears the indicator when the message
+// arrives, so it would only have flashed — which is one Bot API call fewer
+// for such a reply; a slower answer shows the indicator after this delay,
+// as the streamer shows its first words after outbound.StreamFirstShow.
+const DefaultTypingDelay = 300 * time.Millisecond
+
+// StartTyping shows "typing…" in the target chat once TypingDelay has
+// passed, and refreshes it every TypingInterval until stop is called or ctx
+// ends. Failures are logged, never
 // returned. stop is idempotent; it cancels a call in flight and returns once
 // the refresh goroutine has ended, so no sendChatAction follows it.
 func (c *Adapter) StartTyping(ctx context.Context, target channels.Target) (stop func()) {
@@ -310,6 +319,13 @@ func (c *Adapter) StartTyping(ctx context.Context, target channels.Target) (stop
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		if c.opts.TypingDelay > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-c.opts.After(c.opts.TypingDelay):
+			}
+		}
 		ticker := time.NewTicker(c.opts.TypingInterval)
 		defer ticker.Stop()
 		for {

@@ -412,12 +412,23 @@ func TestTelegramTypingStopsAfterSuccessAndFailure(t *testing.T) {
 		resp fakellm.Response
 		want string
 	}{
-		{"success", fakellm.Response{Content: "done thinking", Delay: 50 * time.Millisecond}, "done thinking"},
-		{"failure", fakellm.Response{Status: http.StatusBadRequest, ErrorMessage: "model exploded", Delay: 50 * time.Millisecond}, ""},
+		{"success", fakellm.Response{Content: "done thinking"}, "done thinking"},
+		{"failure", fakellm.Response{Status: http.StatusBadRequest, ErrorMessage: "model exploded"}, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			resp := tt.resp
-			_, tg, _ := startTelegram(t, func(*fakellm.Request) fakellm.Response { return resp })
+			// The model answers once "typing…" is up: a turn longer than the
+			// adapter's typing delay (a quick one shows no indicator).
+			var fake atomic.Pointer[faketelegram.Server]
+			ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+			defer cancel()
+			_, tg, _ := startTelegram(t, func(*fakellm.Request) fakellm.Response {
+				if f := fake.Load(); f != nil && !f.AwaitRequests(ctx, "sendChatAction", 1) {
+					return fakellm.Response{Status: http.StatusGatewayTimeout, ErrorMessage: "no typing indicator within the wait"}
+				}
+				return resp
+			})
+			fake.Store(tg)
 			tg.UserSays(tgUser, "think hard")
 			sent := tgWaitText(t, tg, tgUser, 1, func(s string) bool { return s != "" && (tt.want == "" || s == tt.want) })
 			if tt.want != "" && sent[0].Plain != tt.want {

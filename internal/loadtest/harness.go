@@ -52,8 +52,11 @@ type Options struct {
 	// stops it without sending any message; Chats and Messages are ignored.
 	IdleOnly bool
 	Env      []string // extra child environment (GOGC=…, GOMEMLIMIT=…)
-	LogLevel string   // daemon log level (default warn)
-	Logger   *slog.Logger
+	// DaemonLog, when set, is where the daemon's output (its log, and
+	// GODEBUG traces such as gctrace=1) is written once the run ends.
+	DaemonLog string
+	LogLevel  string // daemon log level (default warn)
+	Logger    *slog.Logger
 }
 
 // Report is what one run measured.
@@ -83,6 +86,9 @@ type Report struct {
 	// (heap, stacks, runtime) and file-backed pages (the binary, the
 	// database's mapping).
 	LoadAnonKiB, LoadFileKiB int64
+	// LoadSections are the binary's sections resident at the end of the
+	// load (ExeSections): where the file-backed part lives.
+	LoadSections []Section
 	// TelegramCalls counts the Bot API requests of the whole run by method
 	// (getUpdates, sendMessage, sendMessageDraft, sendChatAction, …).
 	TelegramCalls map[string]int
@@ -92,9 +98,14 @@ type Report struct {
 	// DaemonCPU and HarnessCPU split the CPU time spent during the load
 	// between the daemon and this process (fakes, taps, drivers).
 	DaemonCPU, HarnessCPU time.Duration
-	// DaemonCPUPerMessage is DaemonCPU ÷ Answered (utime+stime of the
-	// daemon process, /proc/<pid>/stat, 10 ms ticks).
+	// DaemonCPUPerMessage is DaemonCPU ÷ Answered (the daemon's threads'
+	// run time, CPUTime).
 	DaemonCPUPerMessage time.Duration
+	// MinorFaults and MajorFaults are the daemon's page faults during the
+	// load: a page of heap touched for the first time since it was handed
+	// back, or a page of the binary mapped again after pagetrim, is a
+	// minor fault; a major one waited for the disk.
+	MinorFaults, MajorFaults int64
 }
 
 // Run drives one load run against a fresh daemon and data directory.
@@ -133,6 +144,13 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		return Report{}, err
 	}
 	defer proc.Kill()
+	if o.DaemonLog != "" {
+		defer func() {
+			if err := os.WriteFile(o.DaemonLog, []byte(proc.Output()), 0o644); err != nil {
+				o.Logger.Warn("daemon log", "err", err)
+			}
+		}()
+	}
 	rep := Report{Chats: o.Chats, Messages: o.Messages, Channels: len(o.Platforms)}
 	if err := rep.measureIdle(ctx, proc, o.IdleSettle); err != nil {
 		return rep, err
@@ -152,6 +170,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	}
 	stopSampler := sampleRSS(proc.Pid(), rep.IdleRSSKiB) // peak RSS while the load runs
 	cpu0, _ := CPUTime(proc.Pid())
+	minor0, major0, _ := PageFaults(proc.Pid())
 	self0, _ := CPUTime(os.Getpid())
 	start := time.Now()
 	lats, errs := driveChats(ctx, o, p, proc, &modelTime)
@@ -159,10 +178,18 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	if cpu1, err := CPUTime(proc.Pid()); err == nil {
 		rep.DaemonCPU = cpu1 - cpu0
 	}
+	if minor1, major1, err := PageFaults(proc.Pid()); err == nil {
+		rep.MinorFaults, rep.MajorFaults = minor1-minor0, major1-major0
+	}
 	if self1, err := CPUTime(os.Getpid()); err == nil {
 		rep.HarnessCPU = self1 - self0
 	}
 	pk := stopSampler()
+	if secs, err := ExeSections(proc.Pid()); err == nil {
+		rep.LoadSections = secs
+	} else {
+		o.Logger.Warn("exe sections", "err", err)
+	}
 	rep.LoadRSSKiB, rep.LoadAnonKiB, rep.LoadFileKiB = pk.total, pk.anon, pk.file
 	runErr := stopPerf()
 	for e := range errs {
@@ -412,6 +439,15 @@ func (r Report) Markdown(w io.Writer) {
 		r.Channels, float64(r.IdleRSSKiB)/1024, float64(r.IdleAnonKiB)/1024, float64(r.IdleFileKiB)/1024)
 	fmt.Fprintf(&b, "| peak RSS under load | %.1f MiB (anonymous %.1f MiB, file-backed %.1f MiB) |\n",
 		float64(r.LoadRSSKiB)/1024, float64(r.LoadAnonKiB)/1024, float64(r.LoadFileKiB)/1024)
+	if len(r.LoadSections) > 0 {
+		var secs []string
+		for _, s := range r.LoadSections {
+			if s.SizeKiB >= 64 {
+				secs = append(secs, fmt.Sprintf("%s %.1f of %.1f", s.Name, float64(s.ResidentKiB)/1024, float64(s.SizeKiB)/1024))
+			}
+		}
+		fmt.Fprintf(&b, "| the binary resident at the end of the load (MiB) | %s |\n", strings.Join(secs, ", "))
+	}
 	fmt.Fprintf(&b, "| BoltDB file | %.1f MiB; %.0f KiB per 1,000 turns |\n", float64(r.DBBytes)/(1<<20), r.DBBytesPer1k/1024)
 	fmt.Fprintf(&b, "| model requests | %d |\n", r.ModelRequests)
 	if len(r.TelegramCalls) > 0 && r.Answered > 0 {
@@ -424,6 +460,10 @@ func (r Report) Markdown(w io.Writer) {
 	fmt.Fprintf(&b, "| CPU during the load | daemon %v, harness+fakes %v (of %v wall) |\n",
 		r.DaemonCPU, r.HarnessCPU, r.Elapsed.Round(time.Millisecond))
 	fmt.Fprintf(&b, "| daemon CPU per message | %.2f ms |\n", float64(r.DaemonCPUPerMessage)/float64(time.Millisecond))
+	if r.Answered > 0 {
+		fmt.Fprintf(&b, "| daemon page faults during the load | minor %d (%.0f a message), major %d |\n",
+			r.MinorFaults, float64(r.MinorFaults)/float64(r.Answered), r.MajorFaults)
+	}
 	_, _ = io.WriteString(w, b.String())
 }
 

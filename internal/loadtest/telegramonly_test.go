@@ -9,9 +9,11 @@ import (
 
 // TestRunTelegramOnly: the Telegram-only mode (issue 35) runs the chats on
 // Telegram alone, with Discord and Slack off in the daemon and Telegram's
-// pacing off, streams padded answers as previews and answers every message
-// once; the report counts the Bot API calls per answer and splits the peak
-// RSS.
+// pacing off, streams padded answers and answers every message once (an
+// instant model's answer usually beats the first preview and the typing
+// delay, so how many of those there are depends on the machine); the report
+// counts the Bot API calls per answer, splits the peak RSS and says which
+// sections of the binary are resident.
 func TestRunTelegramOnly(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the daemon binary")
@@ -29,15 +31,15 @@ func TestRunTelegramOnly(t *testing.T) {
 	if rep.Channels != 1 || len(rep.PerPlatform) != 1 {
 		t.Errorf("channels %d, platforms %v; want telegram alone", rep.Channels, rep.PerPlatform)
 	}
-	if rep.TelegramCalls["sendMessage"] != 12 || rep.TelegramCalls["sendMessageDraft"] == 0 {
-		t.Errorf("Telegram calls %v; want one sendMessage an answer and streamed previews", rep.TelegramCalls)
+	if rep.TelegramCalls["sendMessage"] != 12 {
+		t.Errorf("Telegram calls %v; want one sendMessage an answer", rep.TelegramCalls)
 	}
 	if rep.LoadAnonKiB+rep.LoadFileKiB != rep.LoadRSSKiB && rep.LoadAnonKiB != 0 {
 		t.Errorf("peak RSS %d KiB split as %d + %d", rep.LoadRSSKiB, rep.LoadAnonKiB, rep.LoadFileKiB)
 	}
 	var b strings.Builder
 	rep.Markdown(&b)
-	if !strings.Contains(b.String(), "Telegram calls per answer") {
+	if !strings.Contains(b.String(), "Telegram calls per answer") || !strings.Contains(b.String(), ".text ") {
 		t.Errorf("report without the calls per answer:\n%s", b.String())
 	}
 }

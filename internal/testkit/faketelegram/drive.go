@@ -385,6 +385,26 @@ func (s *Server) requestsLocked(method string) []Request {
 	return out
 }
 
+// AwaitRequests blocks until at least n calls of method arrived and reports
+// true, or until ctx ends (false). Unlike WaitRequests it needs no
+// testing.TB, so a fake model's responder can wait on the bot's calls
+// ("answer only once typing is shown").
+func (s *Server) AwaitRequests(ctx context.Context, method string, n int) bool {
+	for {
+		s.mu.Lock()
+		got, ch := len(s.requestsLocked(method)), s.changed
+		s.mu.Unlock()
+		if got >= n {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-ch:
+		}
+	}
+}
+
 // WaitRequests waits until at least n calls of method arrived and returns them.
 func (s *Server) WaitRequests(t testing.TB, method string, n int, timeout time.Duration) []Request {
 	t.Helper()

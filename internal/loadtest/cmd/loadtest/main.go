@@ -51,6 +51,7 @@ func main() {
 	starts := flag.Int("starts", 0, "measure start-up instead: start the daemon this many times (Telegram only, fresh data each) and time process start → first getUpdates")
 	pressure := flag.Bool("disk-pressure", false, "with -starts: write and fsync 8 MiB at a time beside the daemon (a busy box's disk)")
 	reuse := flag.Bool("reuse-data", false, "with -starts: start on the same data directory every time")
+	daemonLog := flag.String("daemon-log", "", "write the daemon's output (log, GODEBUG traces) to this file when the run ends")
 	var extraEnv envList
 	flag.Var(&extraEnv, "env", "extra KEY=VALUE for the daemon's environment (repeatable)")
 	flag.Parse()
@@ -109,7 +110,7 @@ func main() {
 	}
 	rep, err := loadtest.Run(ctx, loadtest.Options{Bin: *bin, Dir: dir, Chats: *chats, Messages: *messages, Platforms: pls,
 		ModelDelay: *delay, TokensPerSecond: *tps, MaxConcurrentTurns: *turns, Env: env,
-		AnswerChars: *answer, TelegramUnpaced: *unpaced, PerfProfile: *perf, LogLevel: *logLevel, IdleOnly: *idle, IdleSettle: *settle})
+		AnswerChars: *answer, TelegramUnpaced: *unpaced, PerfProfile: *perf, DaemonLog: *daemonLog, LogLevel: *logLevel, IdleOnly: *idle, IdleSettle: *settle})
 	if *idle {
 		rep.IdleMarkdown(os.Stdout)
 	} else {
