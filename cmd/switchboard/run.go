@@ -40,7 +40,7 @@ func (a *app) runCmd() *cobra.Command {
 			}
 			level := new(slog.LevelVar)
 			level.Set(cfg.Log.SlogLevel())
-			// GOGC=400, 2 Ps a CPU, the Go memory limit under a cgroup's,
+			// GOGC=200, 2 Ps a CPU, the Go memory limit under a cgroup's,
 			// unless set (runtimedefaults.go, memlimit.go).
 			rt, restore := daemon.ApplyRuntimeDefaults(os.Getenv)
 			defer restore()

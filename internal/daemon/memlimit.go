@@ -13,7 +13,7 @@ import (
 )
 
 // The Go memory limit under a cgroup's: a daemon collecting at
-// DefaultGCPercent lets its heap grow to five times what is live before it
+// DefaultGCPercent lets its heap grow to three times what is live before it
 // collects, which a container sized for the live heap may not have. So when
 // the daemon runs in a cgroup with a memory limit (a container's, systemd's
 // MemoryMax) and GOMEMLIMIT is not set, the Go runtime's soft limit is

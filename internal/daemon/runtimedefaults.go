@@ -17,16 +17,20 @@ import (
 // collected every few milliseconds, and much of its CPU went to the collector
 // and to regrowing the goroutine stacks each cycle shrinks. Each cycle's cost
 // is mostly fixed (it scans the stacks of every waiting turn, intake and
-// delivery), so fewer cycles is what saves: at 200 it took ~15 % less CPU per
-// message (BenchmarkHandlerThroughput) than at 100; at 400 another 5–7 % in
-// the handler benchmark and 0.82–0.88 → 0.74–0.78 ms of CPU a message end to
-// end, for a higher peak under load (63–67 → 84–92 MiB with 200 chats × 10
-// messages through Discord and Slack; memlimit.go keeps it under a cgroup's
-// limit). Beyond 400 it measured no better. An
-// idle daemon returns its heap every 30 s anyway (pagetrim.go), so its idle
-// memory is unchanged; where memory is tight, GOGC or GOMEMLIMIT in the
-// environment win (BENCHMARKS.md, "Issue 19, third look").
-const DefaultGCPercent = 400
+// delivery), so fewer cycles is what saves: 200 takes 15–20 % less CPU a
+// message than 100 end to end (0.51–0.61 against 0.66–0.71 ms with 200
+// Discord and Slack chats × 10 messages). 400 was the default until
+// 2026-11-27, from figures read in 10 ms clock ticks; read in nanoseconds
+// (the load harness's schedstat CPU time), 400 costs the same CPU as 200 in
+// every load measured — Telegram 20 chats × 10, Discord and Slack 200 × 10,
+// BenchmarkHandlerThroughput — while its peak is higher: 38.7–40.8 against
+// 35.5–37.2 MiB (Telegram), 97–108 against 68–78 MiB (Discord and Slack).
+// The heap a cycle leaves behind is also the heap the next burst touches
+// anew after an idle trim (page faults, zeroed pages), which a larger goal
+// pays in CPU. BENCHMARKS.md, "Issue 35, second look". An idle daemon
+// returns its heap every 30 s anyway (pagetrim.go); where memory is tight,
+// GOGC or GOMEMLIMIT in the environment win.
+const DefaultGCPercent = 200
 
 // ProcsPerCPU is how many Ps (GOMAXPROCS) the daemon runs per CPU Go would
 // use by default (its cgroup-aware count) when the environment sets none.
