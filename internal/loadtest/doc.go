@@ -4,9 +4,11 @@
 // against them, drives N chats × M messages through all three platforms and
 // measures what an operator cares about: end-to-end messages/s, latency from
 // platform message to first platform reply (model latency subtracted), the
-// daemon's CPU per message (utime+stime from /proc/<pid>/stat), RSS (idle
-// with the channels connected — anonymous and file-backed apart, and per
-// mapping from /proc/<pid>/smaps — and under load), boot-to-ready time,
+// daemon's CPU per message (its threads' run time in nanoseconds, from
+// /proc/<pid>/task/*/schedstat) and page faults, RSS (idle with the channels
+// connected — anonymous and file-backed apart, and per mapping from
+// /proc/<pid>/smaps — and under load, with the binary's resident sections
+// from /proc/<pid>/pagemap), boot-to-ready time,
 // BoltDB bytes per 1,000 turns. Options.Platforms runs the chats on a subset
 // of the platforms (Discord + Slack leaves Telegram's deliberate send pacing
 // out, so the daemon's own rate shows; Telegram alone, with AnswerChars,

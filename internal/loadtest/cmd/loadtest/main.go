@@ -8,6 +8,7 @@
 //	go run ./internal/loadtest/cmd/loadtest -release -idle
 //	go run ./internal/loadtest/cmd/loadtest -starts 50
 //	go run ./internal/loadtest/cmd/loadtest -platforms telegram -chats 20 -messages 10 -answer-chars 300 [-unpaced] [-perf tg.data]
+//	go run ./internal/loadtest/cmd/loadtest ... -env GODEBUG=gctrace=1 -daemon-log daemon.txt
 //
 // -platforms discord,slack leaves Telegram (and its deliberate 30 msg/s send
 // pacing) out, so the figure is the daemon's own end-to-end rate.
