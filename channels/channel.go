@@ -77,6 +77,15 @@ type Typer interface {
 	StartTyping(ctx context.Context, target Target) (stop func())
 }
 
+// QuickAnswer is how long a turn runs before the user is shown that the bot
+// is working on it: a platform's typing indicator (an adapter's StartTyping
+// waits this long before its first call) and a streamed answer's first draft
+// or preview (outbound.StreamFirstShow). An answer ready sooner — a command,
+// a quick model — goes out as one message with nothing before it: the
+// indicator would only flash, and each call counts against the platform's
+// rate limits.
+const QuickAnswer = 300 * time.Millisecond
+
 // Editor is implemented by channels that can edit a sent message in place; the
 // shared streaming path uses it to grow a reply as text arrives.
 type Editor interface {

@@ -157,6 +157,12 @@ type Options struct {
 
 	// TypingInterval is how often the typing indicator is refreshed (8s).
 	TypingInterval time.Duration
+	// TypingDelay is how long a turn runs before the typing indicator is
+	// first shown (channels.QuickAnswer); negative shows it at once.
+	TypingDelay time.Duration
+	// After is the clock of TypingDelay (tests fire it by hand); default
+	// time.After.
+	After func(time.Duration) <-chan time.Time
 	// RequestTimeout bounds each REST call (30s).
 	RequestTimeout time.Duration
 	// OpenTimeout bounds one gateway connect: dial, HELLO, IDENTIFY/RESUME (30s).
@@ -355,6 +361,12 @@ func (o Options) withDefaults() Options {
 	}
 	def(&o.EditInterval, DefaultEditInterval)
 	def(&o.TypingInterval, DefaultTypingInterval)
+	if o.TypingDelay == 0 {
+		o.TypingDelay = channels.QuickAnswer
+	}
+	if o.After == nil {
+		o.After = time.After
+	}
 	def(&o.RequestTimeout, DefaultRequestTimeout)
 	def(&o.OpenTimeout, DefaultOpenTimeout)
 	def(&o.WatchdogTimeout, DefaultWatchdogTimeout)

@@ -120,14 +120,22 @@ func (c *Adapter) Edit(ctx context.Context, target channels.Target, messageID, t
 	})
 }
 
-// StartTyping shows "typing…" in the target now and every TypingInterval
-// until stop is called (or ctx ends). Failures are logged, never returned.
+// StartTyping shows "typing…" in the target once TypingDelay has passed and
+// then every TypingInterval until stop is called (or ctx ends): a turn over
+// sooner sends no typing call. Failures are logged, never returned.
 func (c *Adapter) StartTyping(ctx context.Context, target channels.Target) (stop func()) {
 	chID := postChannel(target)
 	tctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		if c.opts.TypingDelay > 0 {
+			select {
+			case <-tctx.Done():
+				return
+			case <-c.opts.After(c.opts.TypingDelay):
+			}
+		}
 		tick := time.NewTicker(c.opts.TypingInterval)
 		defer tick.Stop()
 		for {

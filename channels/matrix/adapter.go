@@ -135,6 +135,12 @@ type Options struct {
 	RetryMin       time.Duration // first backoff after a failed sync or Handle; default 500ms
 	RetryMax       time.Duration // longest backoff; default 30s
 	TypingInterval time.Duration // typing refresh; default 20s (the server shows it 30s)
+	// TypingDelay is how long a turn runs before typing is first shown
+	// (channels.QuickAnswer); negative shows it at once.
+	TypingDelay time.Duration
+	// After is the clock of TypingDelay (tests fire it by hand); default
+	// time.After.
+	After func(time.Duration) <-chan time.Time
 
 	HTTPClient *http.Client // default: a client without overall timeout (calls use contexts)
 	Logger     *slog.Logger // nil → discard
@@ -162,6 +168,12 @@ func (o Options) withDefaults() Options {
 	def(&o.RetryMin, 500*time.Millisecond)
 	def(&o.RetryMax, 30*time.Second)
 	def(&o.TypingInterval, 20*time.Second)
+	if o.TypingDelay == 0 {
+		o.TypingDelay = channels.QuickAnswer
+	}
+	if o.After == nil {
+		o.After = time.After
+	}
 	if o.MaxMediaBytes == 0 {
 		o.MaxMediaBytes = 10 << 20
 	}

@@ -195,7 +195,9 @@ func (a *Adapter) Edit(ctx context.Context, target channels.Target, messageID, t
 // EditInterval implements channels.Editor.
 func (a *Adapter) EditInterval() time.Duration { return a.opts.EditInterval }
 
-// StartTyping shows the bot typing in target's room until stop.
+// StartTyping shows the bot typing in target's room, once TypingDelay has
+// passed, until stop: a turn over sooner sends nothing (not even "typing
+// off").
 func (a *Adapter) StartTyping(ctx context.Context, target channels.Target) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -209,6 +211,13 @@ func (a *Adapter) StartTyping(ctx context.Context, target channels.Target) (stop
 	}
 	go func() {
 		defer close(done)
+		if a.opts.TypingDelay > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-a.opts.After(a.opts.TypingDelay):
+			}
+		}
 		t := time.NewTicker(a.opts.TypingInterval)
 		defer t.Stop()
 		for {

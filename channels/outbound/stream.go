@@ -16,13 +16,12 @@ import (
 const streamMinChars = 24
 
 // StreamFirstShow is how long an answer streams before its first draft or
-// preview is shown (or the channel's edit interval, if shorter). An answer
-// complete by then — a command, a cached or quick model's reply — is sent
-// once, with no draft before it: one Bot API call instead of two or three, no
-// message that flickers from draft to answer, and no draft counted against a
-// group's rate limit. A slower answer shows its first words after this
-// delay, as the typing indicator is already up.
-const StreamFirstShow = 300 * time.Millisecond
+// preview is shown (or the channel's edit interval, if shorter):
+// channels.QuickAnswer. An answer complete by then is sent once, with no
+// draft before it: one Bot API call instead of two or three, no message that
+// flickers from draft to answer, and no draft counted against a group's rate
+// limit.
+const StreamFirstShow = channels.QuickAnswer
 
 // Streamer grows a draft reply on an Editor channel as text deltas arrive:
 // the first chunk is sent once the answer has streamed for StreamFirstShow

@@ -290,13 +290,11 @@ func stripHTML(s string) string {
 	return html.UnescapeString(tagRE.ReplaceAllString(s, ""))
 }
 
-// DefaultTypingDelay is how long a turn runs before "typing…" is shown. An
-// answer ready sooner (a command, a quick model's reply) goes out with no
+// DefaultTypingDelay is how long a turn runs before "typing…" is shown
+// (channels.QuickAnswer). An answer ready sooner goes out with no
 // sendChatAction before it — Telegram clears the indicator when the message
-// arrives, so it would only have flashed — which is one Bot API call fewer
-// for such a reply; a slower answer shows the indicator after this delay,
-// as the streamer shows its first words after outbound.StreamFirstShow.
-const DefaultTypingDelay = 300 * time.Millisecond
+// arrives, so it would only have flashed.
+const DefaultTypingDelay = channels.QuickAnswer
 
 // StartTyping shows "typing…" in the target chat once TypingDelay has
 // passed, and refreshes it every TypingInterval until stop is called or ctx
