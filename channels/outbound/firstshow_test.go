@@ -121,3 +121,45 @@ func TestFirstShowNoLaterThanTheEditInterval(t *testing.T) {
 		t.Fatalf("first draft waits %v, want the edit interval 100ms", got)
 	}
 }
+
+// A turn whose first words ("Let me look that up…") were discarded by a tool
+// call before they were shown starts over: the answer after the tool call
+// waits its own StreamFirstShow, so an answer complete at once after the
+// tool call is sent once, with no draft or preview flashing before it.
+func TestAnswerAfterAToolCallWaitsItsOwnFirstShow(t *testing.T) {
+	const answer = "The answer after the tool call, complete at once."
+	for _, preview := range []bool{false, true} {
+		t.Run(map[bool]string{false: "edits", true: "previews"}[preview], func(t *testing.T) {
+			ctx := context.Background()
+			mem := console.NewMemory("memory", 4000, time.Second)
+			var ch channels.Channel = mem
+			pv := &previewChannel{Memory: mem, shown: make(chan struct{}, 1)}
+			if preview {
+				ch = pv
+			}
+			timers := newManualTimers()
+			out := outbound.New(openStore(t), outbound.Options{After: timers.after})
+			d := outbound.Delivery{Target: channels.Target{Channel: "memory", ChatID: "c1"}, TurnID: "in-1"}
+			st, _ := out.Stream(ctx, ch, d)
+			st.Append("Let me look that up for you right now.")
+			first := timers.next(t)
+			st.Reset() // a tool call: the remark is discarded, never shown
+			first.fire <- time.Now()
+			st.Append(answer)
+			if got := timers.next(t).d; got != outbound.StreamFirstShow {
+				t.Fatalf("the answer after the tool call is shown after %v, want its own %v", got, outbound.StreamFirstShow)
+			}
+			st.Stop() // the answer is complete before its first show
+			d.Markdown = answer
+			if _, err := out.Deliver(ctx, ch, d); err != nil {
+				t.Fatal(err)
+			}
+			if sent := mem.Sent(""); len(sent) != 1 || sent[0].Text != answer || sent[0].Edits != 0 {
+				t.Fatalf("chat shows %+v; want the answer once, never edited", sent)
+			}
+			if got := pv.shownPreviews(); len(got) != 0 {
+				t.Fatalf("previews %q before a quick answer", got)
+			}
+		})
+	}
+}

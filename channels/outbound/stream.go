@@ -20,7 +20,9 @@ const streamMinChars = 24
 // channels.QuickAnswer. An answer complete by then is sent once, with no
 // draft before it: one Bot API call instead of two or three, no message that
 // flickers from draft to answer, and no draft counted against a group's rate
-// limit.
+// limit. Text that starts over after a tool call (Reset) before any of the
+// turn was shown waits its own StreamFirstShow, so an answer complete at
+// once after a tool call is sent once too.
 const StreamFirstShow = channels.QuickAnswer
 
 // Streamer grows a draft reply on an Editor channel as text deltas arrive:
@@ -107,6 +109,11 @@ func (s *Streamer) Append(delta string) {
 	s.text = append(s.text, delta...)
 	s.dirty = true
 	s.mu.Unlock()
+	s.poke()
+}
+
+// poke wakes the loop.
+func (s *Streamer) poke() {
 	select {
 	case s.wake <- struct{}{}:
 	default:
@@ -131,8 +138,9 @@ func (s *Streamer) Stop() {
 func (s *Streamer) loop(ctx context.Context) {
 	defer close(s.done)
 	s.adopt(ctx)
-	var started, last time.Time // the first text; the last draft shown
+	var started, last time.Time // the current text's first wake; the last draft shown
 	resets := 0
+	startedAt := 0 // the Reset count the current text follows
 	for {
 		select {
 		case <-ctx.Done():
@@ -140,6 +148,19 @@ func (s *Streamer) loop(ctx context.Context) {
 		case <-s.stopCh:
 			return
 		case <-s.wake:
+		}
+		if last.IsZero() {
+			s.mu.Lock()
+			if s.resets != startedAt {
+				// The text started over (a tool call) before any of it was
+				// shown: the new text waits its own first show.
+				started, startedAt = time.Time{}, s.resets
+			}
+			empty := len(s.text) == 0
+			s.mu.Unlock()
+			if empty {
+				continue // woken by text a Reset discarded: the clock starts with the next
+			}
 		}
 		var wait time.Duration
 		switch {
@@ -160,6 +181,16 @@ func (s *Streamer) loop(ctx context.Context) {
 			}
 		}
 		s.mu.Lock()
+		if last.IsZero() && s.resets != startedAt {
+			// Reset during the first-show wait: what is there now began
+			// after it and waits afresh (the next turn of the loop).
+			again := s.dirty
+			s.mu.Unlock()
+			if again {
+				s.poke()
+			}
+			continue
+		}
 		dirty := s.dirty
 		s.dirty = false
 		if s.resets != resets {
