@@ -47,7 +47,8 @@
 // adapter), recorder.go (the sink the suite runs adapters with), inbound.go
 // (the behaviours of messages coming in), outbound.go (those of answers
 // going out), longanswer.go (the long answer and its code-block checks),
-// files.go (files going out).
+// files.go (files going out), typingdelay.go (TypingDelay: the
+// channels.QuickAnswer wait before typing, for the adapters that have one).
 package channeltest
 
 import (

@@ -1,52 +1,28 @@
 package telegram
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	"github.com/switchboard-bot/switchboard/channels"
+	"github.com/switchboard-bot/switchboard/channels/channeltest"
 	"github.com/switchboard-bot/switchboard/internal/testkit/faketelegram"
 )
 
-// An answer ready within TypingDelay is sent with no "typing…" before it:
-// one Bot API call fewer for a command or a quick model's reply. A slower
-// one shows the indicator once the delay has passed.
-func TestNoTypingForAQuickAnswer(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		quick bool
-	}{{"quick", true}, {"slow", false}} {
-		t.Run(tc.name, func(t *testing.T) {
-			asked := make(chan time.Duration, 1)
-			fire := make(chan time.Time, 1)
-			r := newRig(t, func(o *Options) {
-				o.TypingDelay = 0 // the default
-				o.After = func(d time.Duration) <-chan time.Time {
-					asked <- d
-					return fire
-				}
-			})
-			r.fake.AddChat(faketelegram.Chat{ID: 42, Type: "private"})
-			stop := r.ch.StartTyping(context.Background(), channels.Target{Channel: "telegram", ChatID: "42"})
-			select {
-			case d := <-asked:
-				if d != DefaultTypingDelay {
-					t.Fatalf("typing waits %v, want %v", d, DefaultTypingDelay)
-				}
-			case <-time.After(waitLong):
-				t.Fatal("typing did not wait")
-			}
-			if tc.quick {
-				stop() // the answer is out: the turn ends before the delay
-				if n := len(r.fake.Requests("sendChatAction")); n != 0 {
-					t.Fatalf("%d sendChatAction for an answer ready before the delay", n)
-				}
-				return
-			}
-			fire <- time.Now()
-			r.fake.WaitRequests(t, "sendChatAction", 1, waitLong)
-			stop()
+// An answer ready within channels.QuickAnswer is sent with no
+// sendChatAction before it; a slower one shows "typing…" after the delay.
+func TestTypingDelay(t *testing.T) {
+	channeltest.TypingDelay(t, func(t *testing.T, after func(time.Duration) <-chan time.Time) channeltest.TypingDelayRig {
+		r := newRig(t, func(o *Options) {
+			o.TypingDelay = 0 // the default
+			o.After = after
 		})
-	}
+		r.fake.AddChat(faketelegram.Chat{ID: 42, Type: "private"})
+		return channeltest.TypingDelayRig{
+			Typer:     r.ch,
+			Target:    channels.Target{Channel: "telegram", ChatID: "42"},
+			Signals:   func() int { return len(r.fake.Requests("sendChatAction")) },
+			WaitShown: func(t testing.TB) { r.fake.WaitRequests(t, "sendChatAction", 1, waitLong) },
+		}
+	})
 }
