@@ -232,6 +232,12 @@ func TestBinaryWhatsAppReminderTemplate(t *testing.T) {
 	fake.WaitFor(t, waitHang, "the reminder template and the refused report", func() bool {
 		return len(fake.Sent(waAda.WaID)) >= 1 && fake.Refused() >= 2
 	})
+	// The fake counts a refusal when it answers; the daemon logs it once
+	// the answer is read. Stopping at the count alone interrupted that read
+	// now and then ("delivery interrupted by shutdown", no reason logged).
+	awaitCond(t, "the refused report's reason in the log", func() bool {
+		return strings.Contains(d.dump(), "more than 24 hours old")
+	}, d.dump)
 	d.stop(t)
 	for _, m := range fake.Sent(waAda.WaID) {
 		if m.Type != "template" || m.Template != "reminder_v1" || m.Language != "en_US" || m.Text != "Drink some water" {
