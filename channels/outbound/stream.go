@@ -27,8 +27,8 @@ const StreamFirstShow = channels.QuickAnswer
 
 // Streamer grows a draft reply on an Editor channel as text deltas arrive:
 // the first chunk is sent once the answer has streamed for StreamFirstShow
-// and has some text, then edited at most once per EditInterval; when the text outgrows one chunk the next chunk becomes a new
-// message (rollover). Drafts are recorded in the outbox under the turn id, so
+// and has some text, then edited at most once per EditInterval; when the
+// text outgrows one chunk the next chunk becomes a new message (rollover). Drafts are recorded in the outbox under the turn id, so
 // the final delivery edits them into the formatted answer instead of sending
 // the answer again. A turn that runs again after a crash adopts the drafts
 // the killed run left (the outbox's delivered records for the turn and chat)
