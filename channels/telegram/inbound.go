@@ -44,7 +44,7 @@ func (c *Adapter) IsDirect(_ context.Context, t channels.Target) (bool, error) {
 
 // normalize turns an update into a channels.Message; ok is false for updates
 // the bot ignores (see the package doc), which are then confirmed.
-func (c *Adapter) normalize(ctx context.Context, upd *models.Update) (channels.Message, bool) {
+func (c *Adapter) normalize(ctx context.Context, upd *update) (channels.Message, bool) {
 	m := upd.Message
 	if m == nil {
 		if e := upd.EditedMessage; e != nil {
@@ -221,7 +221,7 @@ func isPunct(c uint16) bool { return strings.ContainsRune(",.!?:;", rune(c)) }
 // (over the bound as announced — never downloaded then — or a failed
 // download) is dropped with a warning, and note says so in words the user
 // will read in the answer.
-func (c *Adapter) media(ctx context.Context, m *models.Message) (media []channels.Media, note string) {
+func (c *Adapter) media(ctx context.Context, m *message) (media []channels.Media, note string) {
 	limit := c.opts.MaxMediaBytes
 	if limit < 0 {
 		return nil, ""

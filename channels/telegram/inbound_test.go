@@ -103,7 +103,7 @@ func FuzzNormalizeUpdate(f *testing.F) {
 	}
 	ch.me.Store(&models.User{ID: botID, IsBot: true, Username: botName})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var upd models.Update
+		var upd update
 		if json.Unmarshal(data, &upd) != nil {
 			return
 		}

@@ -119,7 +119,7 @@ func (c *Adapter) handleBatch(ctx context.Context, sink channels.Sink, batch []j
 		byID  map[int64]*chatUpdates
 	)
 	for _, raw := range batch {
-		var upd models.Update
+		var upd update
 		if err := json.Unmarshal(raw, &upd); err != nil || upd.ID == 0 {
 			var head struct {
 				UpdateID int64 `json:"update_id"`
@@ -128,7 +128,7 @@ func (c *Adapter) handleBatch(ctx context.Context, sink channels.Sink, batch []j
 				c.log.Error("getUpdates returned an update without update_id; skipped", "err", err)
 				continue
 			}
-			// A payload the library's models cannot represent would
+			// A payload the adapter's types cannot represent would
 			// fail forever: confirm it and move on.
 			c.log.Error("undecodable update skipped", "update_id", head.UpdateID, "err", err)
 			next = max(next, head.UpdateID+1)
@@ -180,7 +180,7 @@ func (c *Adapter) handleBatch(ctx context.Context, sink channels.Sink, batch []j
 // chatUpdates are one chat's updates of a batch, in order, and the first
 // one the sink refused.
 type chatUpdates struct {
-	updates  []*models.Update
+	updates  []*update
 	failedID int64
 	err      error
 }
@@ -197,7 +197,7 @@ func (cu *chatUpdates) run(ctx context.Context, c *Adapter, sink channels.Sink) 
 
 // updateChat is the chat an update belongs to (0 for kinds without one,
 // which then share an order).
-func updateChat(u *models.Update) int64 {
+func updateChat(u *update) int64 {
 	switch {
 	case u.Message != nil:
 		return u.Message.Chat.ID
@@ -209,7 +209,7 @@ func updateChat(u *models.Update) int64 {
 
 // dispatch normalizes one update and hands it to the sink; ignored updates
 // return nil (they are confirmed).
-func (c *Adapter) dispatch(ctx context.Context, sink channels.Sink, upd *models.Update) error {
+func (c *Adapter) dispatch(ctx context.Context, sink channels.Sink, upd *update) error {
 	msg, ok := c.normalize(ctx, upd)
 	if !ok {
 		return nil

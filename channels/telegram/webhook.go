@@ -9,7 +9,6 @@ import (
 	"net/http"
 
 	"github.com/go-telegram/bot"
-	"github.com/go-telegram/bot/models"
 	"github.com/switchboard-bot/switchboard/channels"
 	"github.com/switchboard-bot/switchboard/internal/redact"
 )
@@ -62,7 +61,7 @@ func (c *Adapter) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "unreadable body", http.StatusRequestEntityTooLarge)
 		return
 	}
-	var upd models.Update
+	var upd update
 	if err := json.Unmarshal(body, &upd); err != nil {
 		c.log.Warn("undecodable webhook update", "err", err)
 		http.Error(w, "bad update", http.StatusBadRequest)
