@@ -30,6 +30,7 @@ type sayConfig struct {
 	entities    []MessageEntity
 	hasEntities bool
 	date        time.Time
+	extra       map[string]json.RawMessage
 }
 
 // SayOption adjusts a message a user sends.
@@ -68,6 +69,13 @@ func Entities(e ...MessageEntity) SayOption {
 
 // SentAt sets the message date.
 func SentAt(t time.Time) SayOption { return func(c *sayConfig) { c.date = t } }
+
+// WithFields adds Bot API message fields the fake does not model
+// (forward_origin, reply_markup, link_preview_options, …), verbatim, as
+// Telegram would send them.
+func WithFields(fields map[string]json.RawMessage) SayOption {
+	return func(c *sayConfig) { c.extra = fields }
+}
 
 // AddChat registers a chat the bot can talk to without a user having spoken.
 func (s *Server) AddChat(ch Chat) {
@@ -158,6 +166,7 @@ func (s *Server) userMessage(chatID int64, msg Message, opts []SayOption, enqueu
 		msg.SenderChat = cfg.senderChat
 	}
 	msg.From = from
+	msg.Extra = cfg.extra
 	date := cfg.date
 	if date.IsZero() {
 		date = s.now()

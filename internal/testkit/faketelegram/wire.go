@@ -83,6 +83,20 @@ type Message struct {
 	ForumTopicCreated *ForumTopicCreated `json:"forum_topic_created,omitempty"`
 	NewChatMembers    []User             `json:"new_chat_members,omitempty"`
 	MigrateToChatID   int64              `json:"migrate_to_chat_id,omitempty"`
+
+	// Extra carries fields the struct does not model (forward_origin,
+	// reply_markup, …) verbatim; see WithFields.
+	Extra map[string]json.RawMessage `json:"-"`
+}
+
+// MarshalJSON writes the message with its Extra fields inlined.
+func (m Message) MarshalJSON() ([]byte, error) {
+	type plain Message
+	b, err := json.Marshal(plain(m))
+	if err != nil {
+		return nil, err
+	}
+	return inline(b, m.Extra)
 }
 
 // Update is https://core.telegram.org/bots/api#update. Extra carries update
@@ -100,14 +114,22 @@ type Update struct {
 func (u Update) MarshalJSON() ([]byte, error) {
 	type plain Update
 	b, err := json.Marshal(plain(u))
-	if err != nil || len(u.Extra) == 0 {
-		return b, err
+	if err != nil {
+		return nil, err
+	}
+	return inline(b, u.Extra)
+}
+
+// inline adds extra's fields to the JSON object b.
+func inline(b []byte, extra map[string]json.RawMessage) ([]byte, error) {
+	if len(extra) == 0 {
+		return b, nil
 	}
 	m := map[string]json.RawMessage{}
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, err
 	}
-	for k, v := range u.Extra {
+	for k, v := range extra {
 		m[k] = v
 	}
 	return json.Marshal(m)
