@@ -24,7 +24,11 @@
 //     sendMessageDraft, sendChatAction, editMessageText) are posted as JSON
 //     by jsoncall.go, with the library's error values, because the library's
 //     multipart encoding cost more CPU than the rest of the Telegram path;
-//     the library serves every other method. The offset
+//     the library serves every other method. Updates are decoded into this
+//     package's own types (update.go), the fields the adapter reads: the
+//     library's models.Update drags the whole Bot API into encoding/json's
+//     caches, and refuses whole updates over fields the adapter never reads
+//     (an unknown forward origin type lost the message). The offset
 //     moves past an update only after sink.Handle returned nil for it. When Handle fails,
 //     the offset stays at it, and after a short backoff getUpdates is called
 //     again with that offset, so Telegram delivers the failed update (and
