@@ -115,7 +115,14 @@ func newDaemonClient(cfg *config.Config) (*daemonClient, error) {
 		host = "127.0.0.1:" + host[strings.LastIndex(host, ":")+1:]
 	}
 	tok, tokErr := adminToken(cfg)
-	return &daemonClient{base: "http://" + host, token: tok, tokenErr: tokErr, http: &http.Client{}}, nil
+	hc := &http.Client{}
+	// Whatever answers proves it is the daemon before it is sent a token
+	// (daemonproof.go); that takes the local token, which a CLI run as
+	// another user cannot read.
+	if local, err := daemon.ReadLocalToken(cfg.ResolvePath(cfg.Bot.DataDir)); err == nil && local != "" {
+		hc.Transport = verifiedTransport(local)
+	}
+	return &daemonClient{base: "http://" + host, token: tok, tokenErr: tokErr, http: hc}, nil
 }
 
 // probeTimeout bounds the look for a running daemon behind an invalid file.
@@ -206,6 +213,9 @@ func (c *daemonClient) do(ctx context.Context, method, path string, form url.Val
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
 	resp, err := c.http.Do(req)
+	if e, ok := asNotTheDaemon(err); ok {
+		return nil, e
+	}
 	if err != nil && c.mayBeDown {
 		return nil, daemonDown(strings.TrimPrefix(c.base, "http://"), err)
 	}
