@@ -105,7 +105,7 @@ func (a *app) askDaemon(ctx context.Context, path, abs string, before, after []b
 	if err := a.applyDataDir(cfg); err != nil {
 		return nil, check, err
 	}
-	c, err := newDaemonClient(cfg)
+	c, err := newDaemonClient(cfg, a.stderr)
 	if err != nil { // no listener: no daemon can be asked
 		return nil, check, nil
 	}

@@ -129,15 +129,25 @@ func TestBinaryConfigSetAsksTheRunningDaemon(t *testing.T) {
 	noSecret(t, r, e2eKey)
 
 	// server.listen moved in the file: the daemon still listens where it
-	// started, and `config set` says it could not ask it.
+	// started, and CLI commands still find it there (B8: they looked at the
+	// new address and said the daemon was not running, or checked a change
+	// in their own environment instead of asking it).
 	if err := os.WriteFile(cfg, []byte(strings.Replace(broken, "  nmae: typo\n", "", 1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r = runBin(t, cliEnv, "--config", cfg, "config", "set", "server.listen", freePort(t))
+	moved := freePort(t)
+	r = runBin(t, cliEnv, "--config", cfg, "config", "set", "server.listen", moved)
 	expect(t, r, 0, r.stdout, "saved; takes effect at the next restart (server.listen)")
+	note := "switchboard: note: the daemon listens at " + addr + "; server.listen in the config (" + moved + ") takes effect when it restarts"
 	r = runBin(t, cliEnv, "--config", cfg, "config", "set", "llm.model", "gpt-after-move")
-	expect(t, r, 0, r.stderr, "warning: a daemon holds ")
-	expect(t, r, 0, r.stderr, "checking here, in this shell's environment")
+	expect(t, r, 0, r.stderr, note)
+	expect(t, r, 0, r.stdout, "the running daemon reloaded it: applied llm/agent")
+	for _, args := range [][]string{{"status"}, {"sessions", "list"}} {
+		r = runBin(t, cliEnv, append([]string{"--config", cfg}, args...)...)
+		expect(t, r, 0, r.stderr, note)
+	}
+	r = runBin(t, cliEnv, "--config", cfg, "status")
+	expect(t, r, 0, r.stdout, "model: gpt-after-move ")
 	if strings.Contains(p.dump(), e2eKey) || strings.Contains(p.dump(), "cli-only-token") {
 		t.Fatal("a secret is in the daemon's log")
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/switchboard-bot/switchboard/internal/daemon"
+	"github.com/switchboard-bot/switchboard/internal/testkit/fakellm"
 )
 
 // impostor is a program listening on server.listen while the daemon is
@@ -173,5 +174,65 @@ func TestProofNoncesAreFresh(t *testing.T) {
 	}
 	if len(nonces) != 20 {
 		t.Errorf("%d distinct nonces for 20 connections", len(nonces))
+	}
+}
+
+// B8: a daemon started with `run --listen` (or before `config set
+// server.listen`) listens elsewhere than the file says; CLI commands find it
+// where it listens (<data_dir>/daemon.listen) and say so. After a crash the
+// stale record sends nothing anywhere: with nothing there the command goes
+// by server.listen, and a program that took the recorded port is sent no
+// token.
+func TestBinaryCLIFindsTheDaemonWhereItListens(t *testing.T) {
+	llm := fakellm.Start(t, fakellm.Echo())
+	configured, actual := freePort(t), freePort(t)
+	cfg := liveConfig(t, llm.URL, configured)
+	env := hermeticEnv(t, "SB_E2E_KEY="+e2eKey)
+	listenFile := filepath.Join(filepath.Dir(cfg), "data", daemon.ListenFile)
+	note := "switchboard: note: the daemon listens at " + actual + "; server.listen in the config (" + configured + ") takes effect when it restarts"
+
+	p := startDaemonBinArgs(t, env, cfg, actual, "--listen", actual)
+	if got := strings.TrimSpace(readText(t, listenFile)); got != actual {
+		t.Fatalf("%s holds %q, want %q", daemon.ListenFile, got, actual)
+	}
+	r := runBin(t, env, "--config", cfg, "status")
+	expect(t, r, 0, r.stdout, "Switchboard status")
+	expect(t, r, 0, r.stderr, note)
+	p.stop(t)
+	if _, err := os.Stat(listenFile); !os.IsNotExist(err) {
+		t.Fatalf("%s is left after a clean stop: %v", daemon.ListenFile, err)
+	}
+	r = runBin(t, env, "--config", cfg, "status")
+	expect(t, r, 1, r.stderr, "the daemon is not running: nothing answers at "+configured)
+
+	p = startDaemonBinArgs(t, env, cfg, actual, "--listen", actual)
+	p.kill()
+	if got := strings.TrimSpace(readText(t, listenFile)); got != actual {
+		t.Fatalf("after a crash %s holds %q, want the stale %q", daemon.ListenFile, got, actual)
+	}
+	r = runBin(t, env, "--config", cfg, "status")
+	expect(t, r, 1, r.stderr, "the daemon is not running: nothing answers at "+configured)
+	if strings.Contains(r.stderr, "note:") {
+		t.Errorf("a stale record was reported as where the daemon listens: %s", r.stderr)
+	}
+
+	ln, err := net.Listen("tcp", actual)
+	if err != nil {
+		t.Fatal(err)
+	}
+	im := &impostor{}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		im.record(r)
+		fmt.Fprintln(w, "Switchboard status")
+	}))
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	defer srv.Close()
+	r = runBin(t, env, "--config", cfg, "status")
+	expect(t, r, 1, r.stderr, "something answers at "+actual+", but it is not this daemon")
+	tok := strings.TrimSpace(readText(t, filepath.Join(filepath.Dir(cfg), "data", daemon.AdminTokenFile)))
+	if seen := im.all(); seen == "" || strings.Contains(seen, tok) || strings.Contains(strings.ToLower(seen), "authorization") {
+		t.Errorf("the program on the recorded port was sent (%d bytes):\n%s", len(seen), seen)
 	}
 }

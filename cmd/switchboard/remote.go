@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -75,7 +76,7 @@ func (a *app) locate(n need) (*config.Config, *daemonClient, error) {
 		return nil, nil, err
 	}
 	if n == daemonOnly {
-		c, err := newDaemonClient(cfg)
+		c, err := newDaemonClient(cfg, a.stderr)
 		if err != nil {
 			return cfg, nil, err
 		}
@@ -92,7 +93,7 @@ func (a *app) locate(n need) (*config.Config, *daemonClient, error) {
 	st, err := daemon.OpenStore(cfg, nil)
 	switch {
 	case errors.Is(err, memory.ErrInUse):
-		c, cerr := newDaemonClient(cfg)
+		c, cerr := newDaemonClient(cfg, a.stderr)
 		if cerr != nil {
 			return cfg, nil, fmt.Errorf("%w\nthe daemon is running and holds %s, and %v", err, storeName(cfg), cerr)
 		}
@@ -106,23 +107,54 @@ func (a *app) locate(n need) (*config.Config, *daemonClient, error) {
 	return cfg, nil, nil
 }
 
-func newDaemonClient(cfg *config.Config) (*daemonClient, error) {
+// newDaemonClient is the client of the daemon that serves cfg's data. It
+// asks the address the running daemon recorded in the data directory
+// (daemon.ListenFile) when something listens there, else server.listen:
+// the file's server.listen takes effect only when the daemon restarts (B8).
+// A note on warn says so when the two differ.
+func newDaemonClient(cfg *config.Config, warn io.Writer) (*daemonClient, error) {
 	if cfg.Server.Listen == "" {
 		return nil, errors.New("server.listen is empty: it has no admin API to ask (set server.listen, restart the daemon)")
 	}
-	host := cfg.Server.Listen
-	if strings.HasPrefix(host, "0.0.0.0:") || strings.HasPrefix(host, "[::]:") || strings.HasPrefix(host, ":") {
-		host = "127.0.0.1:" + host[strings.LastIndex(host, ":")+1:]
+	dir := cfg.ResolvePath(cfg.Bot.DataDir)
+	host := dialable(cfg.Server.Listen)
+	if rec := daemon.ReadListenFile(dir); rec != "" && dialable(rec) != host && listening(dialable(rec)) {
+		fmt.Fprintf(warn, "switchboard: note: the daemon listens at %s; server.listen in the config (%s) takes effect when it restarts\n",
+			dialable(rec), cfg.Server.Listen)
+		host = dialable(rec)
 	}
 	tok, tokErr := adminToken(cfg)
 	hc := &http.Client{}
 	// Whatever answers proves it is the daemon before it is sent a token
 	// (daemonproof.go); that takes the local token, which a CLI run as
 	// another user cannot read.
-	if local, err := daemon.ReadLocalToken(cfg.ResolvePath(cfg.Bot.DataDir)); err == nil && local != "" {
+	if local, err := daemon.ReadLocalToken(dir); err == nil && local != "" {
 		hc.Transport = verifiedTransport(local)
 	}
 	return &daemonClient{base: "http://" + host, token: tok, tokenErr: tokErr, http: hc}, nil
+}
+
+// dialable is a listen address as a client dials it: a wildcard host
+// (0.0.0.0, ::, none) is this machine's loopback.
+func dialable(listen string) string {
+	h, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return listen
+	}
+	if h == "" || h == "0.0.0.0" || h == "::" {
+		return "127.0.0.1:" + port
+	}
+	return listen
+}
+
+// listening reports whether something accepts TCP connections at addr.
+func listening(addr string) bool {
+	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return false
+	}
+	conn.Close()
+	return true
 }
 
 // probeTimeout bounds the look for a running daemon behind an invalid file.
@@ -147,7 +179,7 @@ func (a *app) runningDespite(loadErr error) (*config.Config, *daemonClient) {
 	if a.applyDataDir(cfg) != nil {
 		return nil, nil
 	}
-	c, err := newDaemonClient(cfg)
+	c, err := newDaemonClient(cfg, a.stderr)
 	if err != nil {
 		return nil, nil
 	}

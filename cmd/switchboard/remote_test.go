@@ -68,7 +68,13 @@ func (p *daemonProc) dump() string {
 // startDaemonBin runs `switchboard run` and waits until /readyz answers 200.
 func startDaemonBin(t *testing.T, env []string, cfg, addr string) *daemonProc {
 	t.Helper()
-	cmd := exec.Command(binPath, "--config", cfg, "run")
+	return startDaemonBinArgs(t, env, cfg, addr)
+}
+
+// startDaemonBinArgs is startDaemonBin with more arguments for `run`.
+func startDaemonBinArgs(t *testing.T, env []string, cfg, addr string, runArgs ...string) *daemonProc {
+	t.Helper()
+	cmd := exec.Command(binPath, append([]string{"--config", cfg, "run"}, runArgs...)...)
 	cmd.Env = env
 	p := &daemonProc{cmd: cmd, stdout: &syncBuf{}, stderr: &syncBuf{}, done: make(chan error, 1)}
 	cmd.Stdout, cmd.Stderr = p.stdout, p.stderr

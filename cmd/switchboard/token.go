@@ -11,6 +11,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -74,7 +75,7 @@ server.admin_token, when set, is the token the CLI sends and is not changed here
 // nor the admin API, so nothing uses its token until it restarts, and
 // replacing the file at once is as good.
 func daemonRunning(ctx context.Context, cfg *config.Config) bool {
-	c, err := newDaemonClient(cfg)
+	c, err := newDaemonClient(cfg, io.Discard)
 	if err != nil {
 		return false
 	}

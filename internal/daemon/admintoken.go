@@ -190,7 +190,7 @@ func writeNewToken(path string) (string, error) {
 // renames it over path: whatever path was (a named pipe, a device) is never
 // opened for writing.
 func writeFile0600(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".admin.token-*")
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}

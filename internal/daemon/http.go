@@ -61,6 +61,7 @@ func (d *Daemon) startHTTP() error {
 	d.mu.Lock()
 	d.server, d.addr = srv, ln.Addr()
 	d.mu.Unlock()
+	d.writeListenFile(ln.Addr())
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			d.log.Error("http server", "err", err)
@@ -71,11 +72,12 @@ func (d *Daemon) startHTTP() error {
 
 func (d *Daemon) stopHTTP() {
 	d.mu.Lock()
-	srv := d.server
+	srv, addr := d.server, d.addr
 	d.mu.Unlock()
 	if srv == nil {
 		return
 	}
+	d.removeListenFile(addr)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(ctx)
