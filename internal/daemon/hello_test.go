@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -32,11 +33,11 @@ func TestHelloProvesTheLocalToken(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
-		var b strings.Builder
-		buf := make([]byte, 4096)
-		n, _ := resp.Body.Read(buf)
-		b.Write(buf[:n])
-		return resp.StatusCode, b.String()
+		body, err := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, string(body)
 	}
 	nonce := make([]byte, daemon.HelloNonceLen)
 	if _, err := rand.Read(nonce); err != nil {
