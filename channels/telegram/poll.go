@@ -121,17 +121,15 @@ func (c *Adapter) handleBatch(ctx context.Context, sink channels.Sink, batch []j
 	for _, raw := range batch {
 		var upd update
 		if err := json.Unmarshal(raw, &upd); err != nil || upd.ID == 0 {
-			var head struct {
-				UpdateID int64 `json:"update_id"`
-			}
-			if json.Unmarshal(raw, &head) != nil || head.UpdateID == 0 {
+			id, ok := updateIDOf(raw)
+			if !ok {
 				c.log.Error("getUpdates returned an update without update_id; skipped", "err", err)
 				continue
 			}
 			// A payload the adapter's types cannot represent would
 			// fail forever: confirm it and move on.
-			c.log.Error("undecodable update skipped", "update_id", head.UpdateID, "err", err)
-			next = max(next, head.UpdateID+1)
+			c.log.Error("undecodable update skipped", "update_id", id, "err", err)
+			next = max(next, id+1)
 			continue
 		}
 		next = max(next, upd.ID+1)

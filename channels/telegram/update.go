@@ -1,6 +1,11 @@
 package telegram
 
-import "github.com/go-telegram/bot/models"
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/go-telegram/bot/models"
+)
 
 // update is what the adapter reads of a Bot API Update: the fields
 // normalize, media and the per-chat ordering use, and nothing else.
@@ -41,4 +46,58 @@ type message struct {
 	Document           *models.Document       `json:"document,omitempty"`
 	Voice              *models.Voice          `json:"voice,omitempty"`
 	Audio              *models.Audio          `json:"audio,omitempty"`
+}
+
+// updateIDOf finds the top-level update_id of an update the adapter's types
+// cannot represent, without decoding the rest: a wrong type anywhere, or
+// nesting beyond encoding/json's limit (10,000 levels), which refuses the
+// whole document. Such an update is confirmed and skipped; without its id
+// the offset could not move past it, and it would be fetched forever.
+func updateIDOf(raw []byte) (int64, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return 0, false
+	}
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return 0, false
+		}
+		if k != "update_id" {
+			if skipValue(dec) != nil {
+				return 0, false
+			}
+			continue
+		}
+		t, err := dec.Token()
+		n, ok := t.(json.Number)
+		if err != nil || !ok {
+			return 0, false
+		}
+		id, err := n.Int64()
+		return id, err == nil && id > 0
+	}
+	return 0, false
+}
+
+// skipValue reads past one value, however deep (Decoder.Token keeps no
+// nesting limit).
+func skipValue(dec *json.Decoder) error {
+	depth := 0
+	for {
+		t, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		switch t {
+		case json.Delim('{'), json.Delim('['):
+			depth++
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+		}
+		if depth == 0 {
+			return nil
+		}
+	}
 }

@@ -7,9 +7,6 @@ import (
 	"net/http"
 	"strings"
 	"syscall"
-
-	"github.com/switchboard-bot/switchboard/internal/config"
-	"github.com/switchboard-bot/switchboard/internal/daemon"
 )
 
 // errNoDaemon marks daemonDown's "not running" (nothing listens).
@@ -63,16 +60,4 @@ func daemonRefused(status int, body []byte) error {
 		return usageErr(errors.New(text))
 	}
 	return fmt.Errorf("the daemon failed (%s): %s", http.StatusText(status), text)
-}
-
-// adminToken is server.admin_token, else the token the daemon wrote to
-// <data_dir>/admin.token (readable only by its user) for local commands;
-// "" when there is none. The file is read without blocking and bounded; one
-// that is not a regular file is an error naming it (the command goes on
-// without a token and says so if the daemon wants one).
-func adminToken(cfg *config.Config) (string, error) {
-	if tok := cfg.Server.AdminToken.Value(); tok != "" {
-		return tok, nil
-	}
-	return daemon.ReadLocalToken(cfg.ResolvePath(cfg.Bot.DataDir))
 }

@@ -9,9 +9,13 @@ package main
 // compute. A connection that fails is closed, and the command says what
 // answers there instead of the daemon; no token was sent.
 //
-// The check needs the local token: a CLI that cannot read admin.token (run
-// as another user, with server.admin_token only) sends its token unchecked,
-// as before. The README says so.
+// The check needs the local token, re-read for every connection (a
+// rotation takes effect when the daemon restarts, also for a `switchboard
+// chat` that stays open). A CLI that cannot read admin.token (run as another
+// user, or with another data directory) cannot check: it sends
+// server.admin_token to an address on another host as before, and to one on
+// this machine not at all (a program there may have taken the port), and
+// says so when the daemon wants it (remote.go).
 
 import (
 	"bufio"
@@ -47,9 +51,13 @@ func (e *notTheDaemonError) Error() string {
 		"(another program may be listening on server.listen, or the daemon uses another data directory)", e.addr, e.reason)
 }
 
+// maxHelloAnswer bounds what is read of the answer to the proof request.
+const maxHelloAnswer = 16 << 10
+
 // verifiedTransport is an HTTP transport whose connections have each proven
-// they reach the daemon that holds local (the local admin token).
-func verifiedTransport(local string) *http.Transport {
+// they reach the daemon that holds local() (the local admin token, read
+// when the connection is made).
+func verifiedTransport(local func() string) *http.Transport {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.Proxy = nil // the admin API is reached directly, never through HTTP_PROXY
 	var d net.Dialer
@@ -58,7 +66,7 @@ func verifiedTransport(local string) *http.Transport {
 		if err != nil {
 			return nil, err
 		}
-		if err := proveDaemon(ctx, conn, addr, local); err != nil {
+		if err := proveDaemon(ctx, conn, addr, local()); err != nil {
 			conn.Close()
 			return nil, err
 		}
@@ -70,6 +78,9 @@ func verifiedTransport(local string) *http.Transport {
 // proveDaemon asks the peer of conn for the proof of a fresh nonce and
 // checks it; conn is left ready for the next request.
 func proveDaemon(ctx context.Context, conn net.Conn, addr, local string) error {
+	if local == "" { // anyone can compute a proof keyed with nothing
+		return &notTheDaemonError{addr: addr, reason: "the admin token to check it with is gone from the data directory"}
+	}
 	nonce := make([]byte, daemon.HelloNonceLen)
 	if _, err := rand.Read(nonce); err != nil {
 		return fmt.Errorf("make a nonce: %w", err)
@@ -90,7 +101,8 @@ func proveDaemon(ctx context.Context, conn net.Conn, addr, local string) error {
 	if err := req.Write(conn); err != nil {
 		return fmt.Errorf("ask %s to prove it is the daemon: %w", addr, err)
 	}
-	resp, err := http.ReadResponse(bufio.NewReaderSize(conn, 512), req)
+	// Bounded: a program on the port could send an endless header.
+	resp, err := http.ReadResponse(bufio.NewReaderSize(io.LimitReader(conn, maxHelloAnswer), 512), req)
 	if err != nil {
 		return &notTheDaemonError{addr: addr, reason: fmt.Sprintf("it did not answer the daemon's way (%v)", err)}
 	}

@@ -161,7 +161,7 @@ func TestProofNoncesAreFresh(t *testing.T) {
 	}))
 	defer srv.Close()
 	u, _ := url.Parse(srv.URL)
-	c := &http.Client{Transport: verifiedTransport(strings.Repeat("cd", 32))}
+	c := &http.Client{Transport: verifiedTransport(func() string { return strings.Repeat("cd", 32) })}
 	for range 20 {
 		resp, err := c.Get(srv.URL + "/admin/status")
 		if err == nil {
@@ -180,9 +180,9 @@ func TestProofNoncesAreFresh(t *testing.T) {
 // B8: a daemon started with `run --listen` (or before `config set
 // server.listen`) listens elsewhere than the file says; CLI commands find it
 // where it listens (<data_dir>/daemon.listen) and say so. After a crash the
-// stale record sends nothing anywhere: with nothing there the command goes
-// by server.listen, and a program that took the recorded port is sent no
-// token.
+// stale record sends nothing anywhere: with nothing there, or a program that
+// took the recorded port and cannot prove it is the daemon, the command goes
+// by server.listen, and that program is sent no token.
 func TestBinaryCLIFindsTheDaemonWhereItListens(t *testing.T) {
 	llm := fakellm.Start(t, fakellm.Echo())
 	configured, actual := freePort(t), freePort(t)
@@ -229,10 +229,18 @@ func TestBinaryCLIFindsTheDaemonWhereItListens(t *testing.T) {
 	srv.Listener = ln
 	srv.Start()
 	defer srv.Close()
+	// It cannot prove it is the daemon: the record is stale, the daemon is
+	// not running (and the program was asked for a proof, nothing else).
 	r = runBin(t, env, "--config", cfg, "status")
-	expect(t, r, 1, r.stderr, "something answers at "+actual+", but it is not this daemon")
+	expect(t, r, 1, r.stderr, "the daemon is not running: nothing answers at "+configured)
 	tok := strings.TrimSpace(readText(t, filepath.Join(filepath.Dir(cfg), "data", daemon.AdminTokenFile)))
-	if seen := im.all(); seen == "" || strings.Contains(seen, tok) || strings.Contains(strings.ToLower(seen), "authorization") {
+	seen := im.all()
+	if seen == "" || strings.Contains(seen, tok) || strings.Contains(strings.ToLower(seen), "authorization") {
 		t.Errorf("the program on the recorded port was sent (%d bytes):\n%s", len(seen), seen)
+	}
+	for _, req := range strings.Split(seen, "\n---\n") {
+		if !strings.HasPrefix(req, "POST "+daemon.HelloPath+"\n") {
+			t.Errorf("the program on the recorded port was sent more than the proof request:\n%s", req)
+		}
 	}
 }

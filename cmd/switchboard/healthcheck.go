@@ -5,13 +5,15 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/switchboard-bot/switchboard/internal/daemon"
 )
 
-// healthcheckCmd asks the daemon's /healthz on server.listen: exit 0 when it
+// healthcheckCmd asks the daemon's /healthz where it listens (server.listen,
+// or the address it recorded in its data directory): exit 0 when it
 // answers 200, 1 otherwise. The Docker image's HEALTHCHECK runs it (the
 // image has no curl or wget).
 func (a *app) healthcheckCmd() *cobra.Command {
@@ -28,17 +30,17 @@ func (a *app) healthcheckCmd() *cobra.Command {
 			if cfg.Server.Listen == "" {
 				return usagef("server.listen is empty, so there is no /healthz to ask")
 			}
-			host := cfg.Server.Listen
-			if strings.HasPrefix(host, "0.0.0.0:") || strings.HasPrefix(host, ":") || strings.HasPrefix(host, "[::]:") {
-				host = "127.0.0.1:" + host[strings.LastIndex(host, ":")+1:]
-			}
+			// Where the daemon listens (daemon.listen), as for every
+			// command; it is sent no token, so nothing needs proving.
+			local, _ := daemon.ReadLocalToken(cfg.ResolvePath(cfg.Bot.DataDir))
+			host, _ := daemonAddr(cfg, local)
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
 			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+host+"/healthz", nil)
 			if err != nil {
 				return err
 			}
-			resp, err := http.DefaultClient.Do(req)
+			resp, err := (&http.Client{Transport: &http.Transport{Proxy: nil}}).Do(req)
 			if err != nil {
 				return daemonDown(host, err)
 			}

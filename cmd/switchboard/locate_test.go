@@ -8,6 +8,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"net/http"
@@ -19,18 +20,28 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-bot/switchboard/internal/daemon"
 	"github.com/switchboard-bot/switchboard/memory"
 	"github.com/switchboard-bot/switchboard/memory/bolt"
 )
 
 // fakeAdmin answers the admin API with canned JSON and records what it got.
 type fakeAdmin struct {
-	mu   sync.Mutex
-	seen []string // "METHOD /path form"
+	mu    sync.Mutex
+	seen  []string // "METHOD /path form"
+	local string   // the local admin token it proves itself with (daemonproof.go)
 }
 
 func (f *fakeAdmin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = r.ParseForm()
+	if r.URL.Path == daemon.HelloPath {
+		nonce, _ := hex.DecodeString(r.PostForm.Get("nonce"))
+		f.mu.Lock()
+		local := f.local
+		f.mu.Unlock()
+		fmt.Fprintf(w, `{"proof":%q}`, daemon.HelloProof(local, nonce))
+		return
+	}
 	f.mu.Lock()
 	f.seen = append(f.seen, fmt.Sprintf("%s %s %s auth=%s", r.Method, r.URL.Path, r.PostForm.Encode(), r.Header.Get("Authorization")))
 	f.mu.Unlock()
@@ -90,15 +101,17 @@ func TestLocateRoutesEveryCommand(t *testing.T) {
 	}
 
 	// No data yet: status still asks the daemon; the store commands that
-	// read say so without asking it or creating anything.
+	// read say so without asking it or creating anything. Without
+	// admin.token nothing can prove it is the daemon, so the configured
+	// token is not sent to this machine's loopback (daemonproof.go).
 	if code, out, _ := runCLI("status"); code != 0 || !strings.Contains(out, "Switchboard status (fake)") {
 		t.Fatalf("status without data: exit %d %q", code, out)
 	}
 	if code, _, errs := runCLI("pairing", "list"); code != 1 || !strings.Contains(errs, "no data yet") {
 		t.Fatalf("pairing list without data: exit %d %q", code, errs)
 	}
-	if got := admin.requests(); len(got) != 1 {
-		t.Fatalf("without data the daemon was asked %v, want only the status", got)
+	if got := admin.requests(); len(got) != 1 || got[0] != "GET /admin/status  auth=" {
+		t.Fatalf("without data the daemon was asked %q, want only the status, without a token", got)
 	}
 	if _, err := os.Stat(filepath.Dir(db)); !os.IsNotExist(err) {
 		t.Fatalf("the data directory was created: %v", err)
@@ -110,6 +123,13 @@ func TestLocateRoutesEveryCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
+	const local = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	if err := os.WriteFile(filepath.Join(filepath.Dir(db), daemon.AdminTokenFile), []byte(local+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	admin.mu.Lock()
+	admin.local = local
+	admin.mu.Unlock()
 	for _, tt := range cases {
 		before := len(admin.requests())
 		code, out, errs := runCLI(tt.args...)

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
@@ -28,11 +29,14 @@ import (
 
 // daemonClient talks to the running daemon's admin API.
 type daemonClient struct {
-	base  string // http://host:port
-	token string
+	base       string // http://host:port
+	configured string // server.admin_token ("" = none: the local token)
+	localDir   string // the data directory holding admin.token
 	// tokenErr is why the CLI has no admin token to send (admin.token is
 	// not a regular file), told when the daemon refuses the request.
 	tokenErr error
+	// withheld says why server.admin_token is not sent ("" = it is).
+	withheld string
 	http     *http.Client
 	// mayBeDown: the daemon was not seen holding the store (status), so a
 	// refused connection means it is not running (see daemonDown).
@@ -107,54 +111,59 @@ func (a *app) locate(n need) (*config.Config, *daemonClient, error) {
 	return cfg, nil, nil
 }
 
-// newDaemonClient is the client of the daemon that serves cfg's data. It
-// asks the address the running daemon recorded in the data directory
-// (daemon.ListenFile) when something listens there, else server.listen:
-// the file's server.listen takes effect only when the daemon restarts (B8).
-// A note on warn says so when the two differ.
+// newDaemonClient is the client of the daemon that serves cfg's data, at
+// the address daemonAddr finds (a note on warn when it is not
+// server.listen's). Its connections prove they reach the daemon before a
+// token goes over them (daemonproof.go) whenever the CLI can read the local
+// admin token; otherwise server.admin_token goes to an address on another
+// host unchecked and to one on this machine not at all (see withheld).
 func newDaemonClient(cfg *config.Config, warn io.Writer) (*daemonClient, error) {
 	if cfg.Server.Listen == "" {
 		return nil, errors.New("server.listen is empty: it has no admin API to ask (set server.listen, restart the daemon)")
 	}
 	dir := cfg.ResolvePath(cfg.Bot.DataDir)
-	host := dialable(cfg.Server.Listen)
-	if rec := daemon.ReadListenFile(dir); rec != "" && dialable(rec) != host && listening(dialable(rec)) {
-		fmt.Fprintf(warn, "switchboard: note: the daemon listens at %s; server.listen in the config (%s) takes effect when it restarts\n",
-			dialable(rec), cfg.Server.Listen)
-		host = dialable(rec)
+	local, localErr := daemon.ReadLocalToken(dir)
+	host, note := daemonAddr(cfg, local)
+	if note != "" {
+		fmt.Fprintln(warn, note)
 	}
-	tok, tokErr := adminToken(cfg)
-	hc := &http.Client{}
-	// Whatever answers proves it is the daemon before it is sent a token
-	// (daemonproof.go); that takes the local token, which a CLI run as
-	// another user cannot read.
-	if local, err := daemon.ReadLocalToken(dir); err == nil && local != "" {
-		hc.Transport = verifiedTransport(local)
+	c := &daemonClient{base: "http://" + host, configured: cfg.Server.AdminToken.Value(), localDir: dir, http: &http.Client{}}
+	if c.configured == "" {
+		c.tokenErr = localErr
 	}
-	return &daemonClient{base: "http://" + host, token: tok, tokenErr: tokErr, http: hc}, nil
+	if local != "" {
+		c.http.Transport = verifiedTransport(func() string {
+			t, _ := daemon.ReadLocalToken(dir)
+			return t
+		})
+		return c, nil
+	}
+	if h, _, err := net.SplitHostPort(host); c.configured != "" && (err != nil || isLoopbackHost(h)) {
+		why := "it holds no token"
+		if localErr != nil {
+			why = localErr.Error()
+		} else if _, err := os.Stat(filepath.Join(dir, daemon.AdminTokenFile)); errors.Is(err, fs.ErrNotExist) {
+			why = "it does not exist: has the daemon run with this data directory?"
+		} else if err != nil {
+			why = err.Error()
+		}
+		c.withheld = fmt.Sprintf("the CLI sends server.admin_token to %s only once the daemon there has proven itself with %s, which it cannot read (%s): "+
+			"run the command as the daemon's user, inside its container, or with --data-dir naming its data directory", host, filepath.Join(dir, daemon.AdminTokenFile), why)
+	}
+	return c, nil
 }
 
-// dialable is a listen address as a client dials it: a wildcard host
-// (0.0.0.0, ::, none) is this machine's loopback.
-func dialable(listen string) string {
-	h, port, err := net.SplitHostPort(listen)
-	if err != nil {
-		return listen
+// token is the admin token for the next request: server.admin_token, else
+// the local one as admin.token holds it now; "" when withheld.
+func (c *daemonClient) token() string {
+	switch {
+	case c.withheld != "":
+		return ""
+	case c.configured != "":
+		return c.configured
 	}
-	if h == "" || h == "0.0.0.0" || h == "::" {
-		return "127.0.0.1:" + port
-	}
-	return listen
-}
-
-// listening reports whether something accepts TCP connections at addr.
-func listening(addr string) bool {
-	conn, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return false
-	}
-	conn.Close()
-	return true
+	t, _ := daemon.ReadLocalToken(c.localDir)
+	return t
 }
 
 // probeTimeout bounds the look for a running daemon behind an invalid file.
@@ -241,8 +250,8 @@ func (c *daemonClient) do(ctx context.Context, method, path string, form url.Val
 	if body != nil {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
+	if tok := c.token(); tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
 	}
 	resp, err := c.http.Do(req)
 	if e, ok := asNotTheDaemon(err); ok {
@@ -260,7 +269,10 @@ func (c *daemonClient) do(ctx context.Context, method, path string, form url.Val
 	defer resp.Body.Close()
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	err = daemonRefused(resp.StatusCode, msg) // a 4xx is the operator's mistake: exit 2
-	if resp.StatusCode == http.StatusUnauthorized && c.tokenErr != nil {
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized && c.withheld != "":
+		err = fmt.Errorf("%w\n%s", err, c.withheld)
+	case resp.StatusCode == http.StatusUnauthorized && c.tokenErr != nil:
 		err = fmt.Errorf("%w\nthe CLI had no admin token to send: %v", err, c.tokenErr)
 	}
 	return nil, &statusError{status: resp.StatusCode, err: err}
