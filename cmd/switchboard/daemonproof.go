@@ -120,8 +120,8 @@ func proveDaemon(ctx context.Context, conn net.Conn, addr, local string) error {
 	if json.Unmarshal(body, &ans) != nil || !hmac.Equal([]byte(ans.Proof), []byte(daemon.HelloProof(local, nonce))) {
 		return &notTheDaemonError{addr: addr, reason: "it does not know the admin token in the data directory"}
 	}
-	if resp.Close {
-		return &notTheDaemonError{addr: addr, reason: "it closed the connection after the proof"}
+	if resp.Close { // the daemon, but stopping: its server closes every connection
+		return fmt.Errorf("the daemon at %s is shutting down", addr)
 	}
 	return conn.SetDeadline(time.Time{})
 }

@@ -261,9 +261,8 @@ func TestChatAcrossRestartWithRotatedToken(t *testing.T) {
 
 // Held: every new connection proves itself before it carries a request,
 // also when the server closes each connection after an answer (Connection:
-// close) — a connection is never reused without its own proof. (A server
-// that closes right after the proof, e.g. keep-alives off, is refused: "it
-// closed the connection after the proof".)
+// close) — a connection is never reused without its own proof. (A daemon
+// that closes right after its proof is stopping: TestProofFromAStoppingDaemon.)
 func TestEveryNewConnectionProvesItself(t *testing.T) {
 	local := strings.Repeat("5a", 32)
 	for _, mode := range []string{"connection close", "keep-alive"} {

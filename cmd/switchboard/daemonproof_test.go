@@ -244,3 +244,30 @@ func TestBinaryCLIFindsTheDaemonWhereItListens(t *testing.T) {
 		}
 	}
 }
+
+// A daemon that proves itself but closes the connection (its server is
+// shutting down) is reported as stopping, not as something that is not the
+// daemon, and the connection carries nothing.
+func TestProofFromAStoppingDaemon(t *testing.T) {
+	local := strings.Repeat("ef", 32)
+	var asked sync.Map
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Store(r.URL.Path, true)
+		nonce, _ := hex.DecodeString(r.PostFormValue("nonce"))
+		w.Header().Set("Connection", "close")
+		fmt.Fprintf(w, `{"proof":%q}`, daemon.HelloProof(local, nonce))
+	}))
+	defer srv.Close()
+	c := &http.Client{Transport: verifiedTransport(func() string { return local })}
+	resp, err := c.Get(srv.URL + "/admin/status")
+	if err == nil {
+		resp.Body.Close()
+		t.Fatal("a request went over a connection the daemon was closing")
+	}
+	if _, ok := asNotTheDaemon(err); ok || !strings.Contains(err.Error(), "is shutting down") {
+		t.Errorf("error %q, want the daemon reported as shutting down", err)
+	}
+	if _, ok := asked.Load("/admin/status"); ok {
+		t.Error("the request reached the server")
+	}
+}
