@@ -193,6 +193,10 @@ type HandlerOptions struct {
 type HandlerStats struct {
 	Received, Duplicates, Ignored, Denied, Turns, TurnErrors, Commands uint64
 	QueueDepth, ActiveSessions                                         int
+	// Intake is how many messages are being taken in now: received, not
+	// yet queued or dropped (the inbox write may take a while on a slow
+	// disk, and the session is not active before it is queued).
+	Intake int
 }
 
 // Handler is the one place every platform's messages go through: filtering,
@@ -243,6 +247,7 @@ type Handler struct {
 	voice       voiceState // voice replies (voice.go)
 
 	received, duplicates, ignored, denied, turns, turnErrors, commands atomic.Uint64
+	intake                                                             atomic.Int64 // HandlerStats.Intake
 }
 
 // NewHandler returns a Handler. Register channels before Replay and before
@@ -339,7 +344,7 @@ func (h *Handler) Stats() HandlerStats {
 	h.mu.Unlock()
 	return HandlerStats{Received: h.received.Load(), Duplicates: h.duplicates.Load(), Ignored: h.ignored.Load(),
 		Denied: h.denied.Load(), Turns: h.turns.Load(), TurnErrors: h.turnErrors.Load(),
-		Commands: h.commands.Load(), QueueDepth: depth, ActiveSessions: active}
+		Commands: h.commands.Load(), QueueDepth: depth, ActiveSessions: active, Intake: int(h.intake.Load())}
 }
 
 // Busy reports whether key has a turn running or queued (the heartbeat skips busy sessions).

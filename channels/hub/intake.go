@@ -11,6 +11,8 @@ import (
 // Handle implements Sink: it filters, deduplicates, checks access, persists
 // the message in the inbox and queues it. It never runs a turn inline.
 func (h *Handler) Handle(ctx context.Context, msg channels.Message) error {
+	h.intake.Add(1) // before received: idle detection reads them in the other order
+	defer h.intake.Add(-1)
 	h.received.Add(1)
 	h.obs.MessageIn(msg.Channel)
 	// Decided in a shallow frame: an intake goroutine's stack is small (the

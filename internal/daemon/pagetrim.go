@@ -5,6 +5,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/switchboard-bot/switchboard/channels/hub"
 	"github.com/switchboard-bot/switchboard/internal/pagetrim"
 )
 
@@ -49,7 +50,7 @@ wait:
 		case <-tick.C:
 		}
 		now := d.handler.Stats()
-		idle := now.Received == last.Received && now.Turns == last.Turns && now.ActiveSessions == 0
+		idle := idleSince(last, now)
 		last = now
 		if idle {
 			d.releaseMemory(func() bool { return d.handler.Stats().Received == now.Received })
@@ -83,4 +84,12 @@ func (d *Daemon) channelsConnected() bool {
 		}
 	}
 	return true
+}
+
+// idleSince reports whether the daemon was idle between two looks at its
+// handler: no message came in, none is being taken in (its inbox write can
+// outlast an interval on a slow disk, before its session is active), no
+// turn ended and no session has a turn queued or running.
+func idleSince(last, now hub.HandlerStats) bool {
+	return now.Received == last.Received && now.Intake == 0 && now.Turns == last.Turns && now.ActiveSessions == 0
 }
