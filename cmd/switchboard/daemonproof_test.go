@@ -45,6 +45,25 @@ func (im *impostor) all() string {
 	return strings.Join(im.seen, "\n---\n")
 }
 
+// startImpostor serves answer on addr and records every request.
+func startImpostor(t *testing.T, addr string, answer http.HandlerFunc) *impostor {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	im := &impostor{}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		im.record(r)
+		answer(w, r)
+	}))
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return im
+}
+
 // B7: the CLI sent its admin token to whatever listened at server.listen
 // while the daemon was down. Now whatever answers must prove it is the
 // daemon first; an impostor — however it answers the proof — is sent no
@@ -87,12 +106,15 @@ func TestBinaryCLISendsNoTokenToAnImpostor(t *testing.T) {
 			if err != nil || len(strings.TrimSpace(string(tok))) != 64 {
 				t.Fatalf("admin.token: %q %v", tok, err)
 			}
-			ln, err := net.Listen("tcp", addr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			im := &impostor{}
-			if c.answer == nil {
+			var im *impostor
+			if c.answer != nil {
+				im = startImpostor(t, addr, c.answer)
+			} else {
+				ln, err := net.Listen("tcp", addr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				im = &impostor{}
 				go func() {
 					for {
 						conn, err := ln.Accept()
@@ -109,15 +131,6 @@ func TestBinaryCLISendsNoTokenToAnImpostor(t *testing.T) {
 					}
 				}()
 				t.Cleanup(func() { ln.Close() })
-			} else {
-				srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-					im.record(r)
-					c.answer(w, r)
-				}))
-				srv.Listener.Close()
-				srv.Listener = ln
-				srv.Start()
-				t.Cleanup(srv.Close)
 			}
 
 			for _, cmd := range [][]string{{"status"}, {"console"}} {
@@ -216,19 +229,9 @@ func TestBinaryCLIFindsTheDaemonWhereItListens(t *testing.T) {
 		t.Errorf("a stale record was reported as where the daemon listens: %s", r.stderr)
 	}
 
-	ln, err := net.Listen("tcp", actual)
-	if err != nil {
-		t.Fatal(err)
-	}
-	im := &impostor{}
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		im.record(r)
+	im := startImpostor(t, actual, func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "Switchboard status")
-	}))
-	srv.Listener.Close()
-	srv.Listener = ln
-	srv.Start()
-	defer srv.Close()
+	})
 	// It cannot prove it is the daemon: the record is stale, the daemon is
 	// not running (and the program was asked for a proof, nothing else).
 	r = runBin(t, env, "--config", cfg, "status")

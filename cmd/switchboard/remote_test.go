@@ -106,6 +106,36 @@ func startDaemonBinArgs(t *testing.T, env []string, cfg, addr string, runArgs ..
 	return p
 }
 
+// chatProc is a `switchboard chat` child; stdin is its input.
+type chatProc struct {
+	cmd      *exec.Cmd
+	stdin    io.WriteCloser
+	out, err *syncBuf
+	exited   chan error // its exit, once
+}
+
+func (c *chatProc) dump() string {
+	return "chat stdout:\n" + c.out.String() + "\nchat stderr:\n" + c.err.String()
+}
+
+// startChatBin starts `switchboard chat` on cfg; it is killed at the end of the test.
+func startChatBin(t *testing.T, env []string, cfg string) *chatProc {
+	t.Helper()
+	c := &chatProc{cmd: exec.Command(binPath, "--config", cfg, "chat"), out: &syncBuf{}, err: &syncBuf{}, exited: make(chan error, 1)}
+	c.cmd.Env = env
+	c.cmd.Stdout, c.cmd.Stderr = c.out, c.err
+	var err error
+	if c.stdin, err = c.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { c.exited <- c.cmd.Wait() }()
+	t.Cleanup(func() { _ = c.cmd.Process.Kill() })
+	return c
+}
+
 // kill SIGKILLs the daemon (a crash) and waits until it is gone.
 func (p *daemonProc) kill() {
 	_ = p.cmd.Process.Kill()
@@ -382,23 +412,9 @@ func TestChatCtrlCThroughDaemon(t *testing.T) {
 	env := cleanEnv("SB_E2E_KEY=" + e2eKey)
 	d := startDaemonBin(t, env, cfg, addr)
 
-	chat := exec.Command(binPath, "--config", cfg, "chat")
-	chat.Env = env
-	out, errb := &syncBuf{}, &syncBuf{}
-	chat.Stdout, chat.Stderr = out, errb
-	stdin, err := chat.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := chat.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- chat.Wait() }()
-	defer func() { _ = chat.Process.Kill() }()
-	dump := func() string {
-		return "chat stdout:\n" + out.String() + "\nchat stderr:\n" + errb.String() + "\n" + d.dump()
-	}
+	c := startChatBin(t, env, cfg)
+	chat, out, stdin, exited := c.cmd, c.out, c.stdin, c.exited
+	dump := func() string { return c.dump() + "\n" + d.dump() }
 	awaitCond(t, "the chat banner", func() bool { return strings.Contains(out.String(), "through the running daemon") }, dump)
 	if _, err := io.WriteString(stdin, "slow chat\n"); err != nil {
 		t.Fatal(err)
