@@ -53,6 +53,10 @@ func (s *Server) getUpdates(ctx context.Context, fields map[string]string) (any,
 	s.notify()
 	for {
 		if s.pollSeq != seq {
+			if peerGone(ctx) { // nobody waits for this call any more: no conflict
+				s.mu.Unlock()
+				return []json.RawMessage{}, nil
+			}
 			s.conflicts++
 			s.mu.Unlock()
 			return nil, &Failure{Code: 409, Description: "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running"}

@@ -224,7 +224,9 @@ func Start(opts Options) *Server {
 	if opts.Wrap != nil {
 		h = opts.Wrap(h)
 	}
-	s.srv = httptest.NewServer(h)
+	s.srv = httptest.NewUnstartedServer(h)
+	s.srv.Config.ConnContext = withConn // see peerGone
+	s.srv.Start()
 	return s
 }
 
