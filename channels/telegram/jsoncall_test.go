@@ -119,8 +119,13 @@ func TestConnectionsReusedUnderConcurrentAnswers(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(conns) > chats {
-		t.Errorf("%d answers to %d chats at a time opened %d connections; want at most %d (kept and reused)",
-			chats*rounds, chats, len(conns), chats)
+	// Kept and reused: about one connection per concurrent answer. A few
+	// more may be dialed when a round starts before the last answers'
+	// connections are back in the pool (the transport returns them from
+	// its own goroutine after the body was read: 21 was seen on a loaded
+	// machine); without reuse each round dialed ~18 anew (74 in all).
+	if len(conns) >= chats*rounds/2 {
+		t.Errorf("%d answers to %d chats at a time opened %d connections; want well under %d (kept and reused)",
+			chats*rounds, chats, len(conns), chats*rounds/2)
 	}
 }
