@@ -313,7 +313,12 @@ func (c *Adapter) StartTyping(ctx context.Context, target channels.Target) (stop
 			params.MessageThreadID = tid
 		}
 	}
+	// A call already sent is let finish when stop is called, so Telegram
+	// has it before the answer that follows: a call cut off on our side
+	// may still reach Telegram, after the answer, and show "typing…" for
+	// five seconds under it. stop waits at most typingFlush for it.
 	ctx, cancel := context.WithCancel(ctx)
+	callCtx, callCancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -326,11 +331,10 @@ func (c *Adapter) StartTyping(ctx context.Context, target channels.Target) (stop
 		}
 		ticker := time.NewTicker(c.opts.TypingInterval)
 		defer ticker.Stop()
-		for {
-			c.sendTyping(ctx, params, target)
+		for ctx.Err() == nil {
+			c.sendTyping(callCtx, params, target)
 			select {
 			case <-ctx.Done():
-				return
 			case <-ticker.C:
 			}
 		}
@@ -338,16 +342,28 @@ func (c *Adapter) StartTyping(ctx context.Context, target channels.Target) (stop
 	var once sync.Once
 	return func() {
 		once.Do(func() {
+			defer callCancel()
 			cancel()
-			<-done
+			select {
+			case <-done:
+				return
+			default: // a call may be in flight
+			}
+			select {
+			case <-done:
+			case <-c.opts.After(typingFlush):
+				callCancel()
+				<-done
+			}
 		})
 	}
 }
 
+// typingFlush bounds how long stopping typing waits for a sendChatAction
+// call in flight.
+const typingFlush = 2 * time.Second
+
 func (c *Adapter) sendTyping(ctx context.Context, p *bot.SendChatActionParams, target channels.Target) {
-	if ctx.Err() != nil {
-		return
-	}
 	if err := c.call(ctx, "sendChatAction", p, nil); err != nil && ctx.Err() == nil {
 		c.log.Warn("typing indicator failed", "target", target.String(), "err", c.classify(err, target))
 	}
