@@ -126,6 +126,11 @@ func (c *Adapter) Edit(ctx context.Context, target channels.Target, messageID, t
 func (c *Adapter) StartTyping(ctx context.Context, target channels.Target) (stop func()) {
 	chID := postChannel(target)
 	tctx, cancel := context.WithCancel(ctx)
+	// A call already sent is let finish when stop is called (at most
+	// typingFlush), so Discord has it before the answer that follows: cut
+	// off on our side it may still arrive after the answer and show
+	// "typing…" under it for ten seconds.
+	callCtx, callCancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -138,16 +143,15 @@ func (c *Adapter) StartTyping(ctx context.Context, target channels.Target) (stop
 		}
 		tick := time.NewTicker(c.opts.TypingInterval)
 		defer tick.Stop()
-		for {
-			rctx, rcancel := context.WithTimeout(tctx, c.opts.RequestTimeout)
+		for tctx.Err() == nil {
+			rctx, rcancel := context.WithTimeout(callCtx, c.opts.RequestTimeout)
 			err := c.rest.ChannelTyping(chID, discordgo.WithContext(rctx), discordgo.WithRetryOnRatelimit(false))
 			rcancel()
-			if err != nil && tctx.Err() == nil {
+			if err != nil && callCtx.Err() == nil {
 				c.log.Debug("discord: typing indicator failed", "chat", chID, "err", err)
 			}
 			select {
 			case <-tctx.Done():
-				return
 			case <-tick.C:
 			}
 		}
@@ -155,11 +159,26 @@ func (c *Adapter) StartTyping(ctx context.Context, target channels.Target) (stop
 	var once sync.Once
 	return func() {
 		once.Do(func() {
+			defer callCancel()
 			cancel()
-			<-done
+			select {
+			case <-done:
+				return
+			default: // a call may be in flight
+			}
+			select {
+			case <-done:
+			case <-c.opts.After(typingFlush):
+				callCancel()
+				<-done
+			}
 		})
 	}
 }
+
+// typingFlush bounds how long stopping typing waits for a typing call in
+// flight.
+const typingFlush = 2 * time.Second
 
 // do runs one REST call with a per-call timeout and classifies its error.
 // Short 429s (at most RateLimitMaxWait) are waited out exactly as Discord
