@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -125,60 +124,16 @@ func (c *Adapter) Edit(ctx context.Context, target channels.Target, messageID, t
 // sooner sends no typing call. Failures are logged, never returned.
 func (c *Adapter) StartTyping(ctx context.Context, target channels.Target) (stop func()) {
 	chID := postChannel(target)
-	tctx, cancel := context.WithCancel(ctx)
-	// A call already sent is let finish when stop is called (at most
-	// typingFlush), so Discord has it before the answer that follows: cut
-	// off on our side it may still arrive after the answer and show
-	// "typing…" under it for ten seconds.
-	callCtx, callCancel := context.WithCancel(context.WithoutCancel(ctx))
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if c.opts.TypingDelay > 0 {
-			select {
-			case <-tctx.Done():
-				return
-			case <-c.opts.After(c.opts.TypingDelay):
-			}
-		}
-		tick := time.NewTicker(c.opts.TypingInterval)
-		defer tick.Stop()
-		for tctx.Err() == nil {
-			rctx, rcancel := context.WithTimeout(callCtx, c.opts.RequestTimeout)
+	return channels.TypingLoop{Delay: c.opts.TypingDelay, Interval: c.opts.TypingInterval, After: c.opts.After,
+		Show: func(ctx context.Context) {
+			rctx, rcancel := context.WithTimeout(ctx, c.opts.RequestTimeout)
+			defer rcancel()
 			err := c.rest.ChannelTyping(chID, discordgo.WithContext(rctx), discordgo.WithRetryOnRatelimit(false))
-			rcancel()
-			if err != nil && callCtx.Err() == nil {
+			if err != nil && ctx.Err() == nil {
 				c.log.Debug("discord: typing indicator failed", "chat", chID, "err", err)
 			}
-			select {
-			case <-tctx.Done():
-			case <-tick.C:
-			}
-		}
-	}()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			defer callCancel()
-			cancel()
-			select {
-			case <-done:
-				return
-			default: // a call may be in flight
-			}
-			select {
-			case <-done:
-			case <-c.opts.After(typingFlush):
-				callCancel()
-				<-done
-			}
-		})
-	}
+		}}.Start(ctx)
 }
-
-// typingFlush bounds how long stopping typing waits for a typing call in
-// flight.
-const typingFlush = 2 * time.Second
 
 // do runs one REST call with a per-call timeout and classifies its error.
 // Short 429s (at most RateLimitMaxWait) are waited out exactly as Discord

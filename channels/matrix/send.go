@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -199,8 +198,6 @@ func (a *Adapter) EditInterval() time.Duration { return a.opts.EditInterval }
 // passed, until stop: a turn over sooner sends nothing (not even "typing
 // off").
 func (a *Adapter) StartTyping(ctx context.Context, target channels.Target) (stop func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
 	room := id.RoomID(target.ChatID)
 	typing := func(ctx context.Context, on bool) {
 		cctx, c := context.WithTimeout(ctx, a.opts.RequestTimeout)
@@ -209,37 +206,9 @@ func (a *Adapter) StartTyping(ctx context.Context, target channels.Target) (stop
 			a.log.Debug("typing not shown", "room", room, "on", on, "err", err)
 		}
 	}
-	go func() {
-		defer close(done)
-		if a.opts.TypingDelay > 0 {
-			select {
-			case <-ctx.Done():
-				return
-			case <-a.opts.After(a.opts.TypingDelay):
-			}
-		}
-		t := time.NewTicker(a.opts.TypingInterval)
-		defer t.Stop()
-		for {
-			typing(ctx, true)
-			select {
-			case <-ctx.Done():
-				// Taken down on a context of its own: stop ended ctx.
-				off, c := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-				typing(off, false)
-				c()
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			cancel()
-			<-done
-		})
-	}
+	return channels.TypingLoop{Delay: a.opts.TypingDelay, Interval: a.opts.TypingInterval, After: a.opts.After,
+		Show: func(ctx context.Context) { typing(ctx, true) },
+		Off:  func(ctx context.Context) { typing(ctx, false) }}.Start(ctx)
 }
 
 // txnID derives a transaction id from a chunk's nonce and the store's salt.

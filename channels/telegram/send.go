@@ -10,7 +10,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-telegram/bot"
@@ -298,9 +297,8 @@ const DefaultTypingDelay = channels.QuickAnswer
 
 // StartTyping shows "typing…" in the target chat once TypingDelay has
 // passed, and refreshes it every TypingInterval until stop is called or ctx
-// ends. Failures are logged, never
-// returned. stop is idempotent; it cancels a call in flight and returns once
-// the refresh goroutine has ended, so no sendChatAction follows it.
+// ends (channels.TypingLoop: stop lets a call in flight land first, so it is
+// never after the answer). Failures are logged, never returned.
 func (c *Adapter) StartTyping(ctx context.Context, target channels.Target) (stop func()) {
 	chatID, err := parseChatID(target.ChatID)
 	if err != nil {
@@ -313,55 +311,9 @@ func (c *Adapter) StartTyping(ctx context.Context, target channels.Target) (stop
 			params.MessageThreadID = tid
 		}
 	}
-	// A call already sent is let finish when stop is called, so Telegram
-	// has it before the answer that follows: a call cut off on our side
-	// may still reach Telegram, after the answer, and show "typing…" for
-	// five seconds under it. stop waits at most typingFlush for it.
-	ctx, cancel := context.WithCancel(ctx)
-	callCtx, callCancel := context.WithCancel(context.WithoutCancel(ctx))
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if c.opts.TypingDelay > 0 {
-			select {
-			case <-ctx.Done():
-				return
-			case <-c.opts.After(c.opts.TypingDelay):
-			}
-		}
-		ticker := time.NewTicker(c.opts.TypingInterval)
-		defer ticker.Stop()
-		for ctx.Err() == nil {
-			c.sendTyping(callCtx, params, target)
-			select {
-			case <-ctx.Done():
-			case <-ticker.C:
-			}
-		}
-	}()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			defer callCancel()
-			cancel()
-			select {
-			case <-done:
-				return
-			default: // a call may be in flight
-			}
-			select {
-			case <-done:
-			case <-c.opts.After(typingFlush):
-				callCancel()
-				<-done
-			}
-		})
-	}
+	return channels.TypingLoop{Delay: c.opts.TypingDelay, Interval: c.opts.TypingInterval, After: c.opts.After,
+		Show: func(ctx context.Context) { c.sendTyping(ctx, params, target) }}.Start(ctx)
 }
-
-// typingFlush bounds how long stopping typing waits for a sendChatAction
-// call in flight.
-const typingFlush = 2 * time.Second
 
 func (c *Adapter) sendTyping(ctx context.Context, p *bot.SendChatActionParams, target channels.Target) {
 	if err := c.call(ctx, "sendChatAction", p, nil); err != nil && ctx.Err() == nil {

@@ -40,7 +40,7 @@ func TestStopTypingLetsTheCallInFlightLandFirst(t *testing.T) {
 	opts.TypingInterval = time.Hour
 	waiting := make(chan struct{}, 1) // stop waits for the call in flight
 	opts.After = func(d time.Duration) <-chan time.Time {
-		if d == typingFlush {
+		if d == channels.TypingFlush {
 			waiting <- struct{}{}
 		}
 		return make(chan time.Time) // never: the call decides
